@@ -1,0 +1,82 @@
+"""The scalar element types, defined once.
+
+Every stage names element types the same way: the IR text (``f32``), the NPU assembly
+(``vadd.f32``), the language (``tl.float32``, printed ``fp32`` as in Triton) and numpy
+(``np.float32``; bfloat16 comes from ml_dtypes).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import ml_dtypes
+import numpy as np
+
+
+@dataclass(frozen=True)
+class ScalarKind:
+    """One row of the element-type table."""
+
+    name: str        # short name used in IR and assembly text: f32, i32, u8, i1 ...
+    triton: str      # Triton's name: fp32, int32, uint8, int1 ...
+    np: object       # numpy dtype
+    bits: int
+    kind: str        # "bool" | "uint" | "int" | "float"  (Triton's promotion order)
+
+    @property
+    def bytes(self) -> int:
+        return max(1, self.bits // 8)
+
+    @property
+    def is_float(self) -> bool:
+        return self.kind == "float"
+
+    @property
+    def is_int(self) -> bool:           # bool counts as an integer, as in Triton
+        return self.kind in ("int", "uint", "bool")
+
+    @property
+    def is_signed(self) -> bool:
+        return self.kind == "int"
+
+    @property
+    def is_bool(self) -> bool:
+        return self.kind == "bool"
+
+
+_ROWS = [
+    # name   triton     numpy                  bits kind
+    ("i1",   "int1",    np.dtype(np.bool_),    1,  "bool"),
+    ("i8",   "int8",    np.dtype(np.int8),     8,  "int"),
+    ("i16",  "int16",   np.dtype(np.int16),    16, "int"),
+    ("i32",  "int32",   np.dtype(np.int32),    32, "int"),
+    ("i64",  "int64",   np.dtype(np.int64),    64, "int"),
+    ("u8",   "uint8",   np.dtype(np.uint8),    8,  "uint"),
+    ("u16",  "uint16",  np.dtype(np.uint16),   16, "uint"),
+    ("u32",  "uint32",  np.dtype(np.uint32),   32, "uint"),
+    ("u64",  "uint64",  np.dtype(np.uint64),   64, "uint"),
+    ("f16",  "fp16",    np.dtype(np.float16),  16, "float"),
+    ("bf16", "bf16",    np.dtype(ml_dtypes.bfloat16), 16, "float"),
+    ("f32",  "fp32",    np.dtype(np.float32),  32, "float"),
+    ("f64",  "fp64",    np.dtype(np.float64),  64, "float"),
+]
+
+SCALARS: dict[str, ScalarKind] = {r[0]: ScalarKind(*r) for r in _ROWS}
+BY_TRITON: dict[str, ScalarKind] = {k.triton: k for k in SCALARS.values()}
+_BY_NUMPY: dict[object, ScalarKind] = {k.np: k for k in SCALARS.values()}
+
+
+def scalar(name: str) -> ScalarKind:
+    """Look up an element type by IR name (``f32``) or Triton name (``fp32``)."""
+    if name in SCALARS:
+        return SCALARS[name]
+    if name in BY_TRITON:
+        return BY_TRITON[name]
+    raise KeyError(f"unknown element type {name!r}")
+
+
+def from_numpy(dt) -> ScalarKind:
+    """The element type of a numpy dtype; KeyError when tritonpu has none for it."""
+    dt = np.dtype(dt)
+    if dt in _BY_NUMPY:
+        return _BY_NUMPY[dt]
+    raise KeyError(f"numpy dtype {dt} has no tritonpu element type")
