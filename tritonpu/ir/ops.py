@@ -1,0 +1,127 @@
+"""The dataflow IR's operations, defined once.
+
+Every op the frontend may emit, every pass may rewrite and every executor (the reference
+evaluator, the llvmlite backend, the NPU compiler) must implement is one row of ``OPS``.
+The verifier checks ops against their row; tests check that each executor has an
+implementation for every row.
+
+Semantics in one line each (``doc``) are the language's: integers wrap, ``div``/``rem`` on
+integers truncate toward zero as in C, ``rem`` on floats is C's ``fmod``, shifts by the width or
+more are undefined, float -> int casts truncate toward zero.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class OpDef:
+    name: str
+    kind: str                       # verifier rule: see verifier.py
+    operands: tuple[int, int | None]  # min, max (None = variadic)
+    results: int | None             # None = variadic (control flow)
+    attrs: tuple[str, ...] = ()     # required attributes
+    optional_attrs: tuple[str, ...] = ()
+    regions: int = 0
+    effects: bool = False           # reads or writes memory / prints: never CSE'd or DCE'd
+    terminator: bool = False
+    doc: str = ""
+
+
+BINARY = {
+    "add": "a + b",
+    "sub": "a - b",
+    "mul": "a * b",
+    "div": "a / b (integers: truncate toward zero)",
+    "rem": "a % b with the sign of a (C remainder; fmod for floats)",
+    "and": "bitwise and (logical for i1)",
+    "or": "bitwise or (logical for i1)",
+    "xor": "bitwise xor",
+    "shl": "a << b",
+    "shr": "a >> b (arithmetic for signed, logical for unsigned)",
+    "maximum": "elementwise maximum (NaN propagates)",
+    "minimum": "elementwise minimum (NaN propagates)",
+}
+
+UNARY = {
+    "neg": "-a",
+    "not": "bitwise not (~a)",
+    "abs": "|a|",
+    "exp": "e**a",
+    "exp2": "2**a",
+    "log": "natural logarithm",
+    "log2": "base-2 logarithm",
+    "sqrt": "square root",
+    "rsqrt": "1 / sqrt(a)",
+    "sin": "sine",
+    "cos": "cosine",
+    "floor": "round toward -inf",
+    "ceil": "round toward +inf",
+    "erf": "error function",
+}
+
+CMP_PREDICATES = ("lt", "le", "gt", "ge", "eq", "ne")
+REDUCE_KINDS = ("sum", "max", "min", "argmax", "argmin")
+SCAN_KINDS = ("sum",)
+ATOMIC_KINDS = ("add", "max", "min", "xchg", "and", "or", "xor")
+
+
+def _rows() -> list[OpDef]:
+    rows = [
+        OpDef("constant", "constant", (0, 0), 1, ("value",), doc="a scalar, or a block filled with one value"),
+        OpDef("program_id", "index", (0, 0), 1, ("axis",), doc="this program's index along grid axis 0..2"),
+        OpDef("num_programs", "index", (0, 0), 1, ("axis",), doc="the grid's size along axis 0..2"),
+        OpDef("arange", "arange", (0, 0), 1, ("start", "end"), doc="the block [start, end) of i32"),
+        OpDef("splat", "splat", (1, 1), 1, doc="a block with every element equal to the scalar operand"),
+        OpDef("broadcast", "broadcast", (1, 1), 1, doc="expand dimensions of size 1 to the result shape"),
+        OpDef("expand_dims", "shape", (1, 1), 1, ("axis",), doc="insert a dimension of size 1 at axis"),
+        OpDef("reshape", "shape", (1, 1), 1, doc="same elements in row-major order, new shape"),
+        OpDef("permute", "shape", (1, 1), 1, ("order",), doc="result dim i is operand dim order[i]"),
+        OpDef("cmp", "compare", (2, 2), 1, ("pred",), doc="elementwise comparison -> i1; pred in " + "/".join(CMP_PREDICATES)),
+        OpDef("select", "select", (3, 3), 1, doc="cond ? a : b elementwise"),
+        OpDef("fma", "elementwise", (3, 3), 1, doc="a * b + c"),
+        OpDef("cast", "cast", (1, 1), 1, doc="value conversion to the result element type (float->int truncates)"),
+        OpDef("bitcast", "cast", (1, 1), 1, doc="reinterpret the bits as the result element type (same width)"),
+        OpDef("addptr", "addptr", (2, 2), 1, doc="ptr + offset * sizeof(pointee)"),
+        OpDef("load", "load", (1, 3), 1, optional_attrs=("cache", "evict", "volatile"), effects=True,
+              doc="load(ptr[, mask[, other]]): masked-off lanes give other (undefined if absent)"),
+        OpDef("store", "store", (2, 3), 0, optional_attrs=("cache", "evict"), effects=True,
+              doc="store(ptr, value[, mask]): masked-off lanes are not written"),
+        OpDef("atomic_rmw", "atomic", (2, 3), 1, ("op",), optional_attrs=("sem", "scope"), effects=True,
+              doc="atomic read-modify-write(ptr, value[, mask]) -> old values; op in " + "/".join(ATOMIC_KINDS)),
+        OpDef("atomic_cas", "atomic_cas", (3, 3), 1, optional_attrs=("sem", "scope"), effects=True,
+              doc="atomic compare-and-swap(ptr, cmp, value) -> old values"),
+        OpDef("reduce", "reduce", (1, 1), 1, ("op", "axis"),
+              doc="reduce along axis (removed from the shape); op in " + "/".join(REDUCE_KINDS) + "; arg* give i32 first index"),
+        OpDef("scan", "scan", (1, 1), 1, ("op", "axis"), optional_attrs=("reverse",),
+              doc="inclusive scan along axis; op in " + "/".join(SCAN_KINDS)),
+        OpDef("dot", "dot", (2, 3), 1, optional_attrs=("input_precision",),
+              doc="matrix product a @ b (+ acc), accumulated in the result type"),
+        OpDef("print", "print", (0, None), 0, ("prefix",), optional_attrs=("hex",), effects=True,
+              doc="device_print: prints prefix and the operands, per program"),
+        OpDef("assert", "assert", (1, 1), 0, ("msg",), effects=True, doc="device_assert: fails the launch where cond is false"),
+        OpDef("for", "for", (3, None), None, regions=1,
+              doc="for iv in range(lb, ub, step) carrying iter values; region args (iv, iters...)"),
+        OpDef("if", "if", (1, 1), None, regions=2, doc="if cond: then-region else else-region; both yield the results"),
+        OpDef("while", "while", (0, None), None, regions=2,
+              doc="before-region(args) ends in condition(c, vals); after-region(vals) yields the next args"),
+        OpDef("yield", "yield", (0, None), 0, terminator=True, doc="ends a region, passing values to its parent op"),
+        OpDef("condition", "condition", (1, None), 0, terminator=True, doc="ends a while's before-region: continue if cond"),
+        OpDef("return", "return", (0, 0), 0, terminator=True, doc="ends the kernel"),
+    ]
+    rows += [OpDef(n, "elementwise", (2, 2), 1, doc=d) for n, d in BINARY.items()]
+    rows += [OpDef(n, "elementwise", (1, 1), 1, doc=d) for n, d in UNARY.items()]
+    return rows
+
+
+OPS: dict[str, OpDef] = {row.name: row for row in _rows()}
+
+FLOAT_ONLY_UNARY = frozenset(("exp", "exp2", "log", "log2", "sqrt", "rsqrt", "sin", "cos", "floor", "ceil", "erf"))
+INT_ONLY_BINARY = frozenset(("and", "or", "xor", "shl", "shr"))
+
+
+def opdef(name: str) -> OpDef:
+    try:
+        return OPS[name]
+    except KeyError:
+        raise KeyError(f"unknown IR op {name!r}") from None
