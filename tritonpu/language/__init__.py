@@ -1,0 +1,34 @@
+"""``tritonpu.language`` — import as ``tl``; the same names as ``triton.language``."""
+from tritonpu.language import math
+from tritonpu.language.core import (ALL_DTYPES, SemanticError, block_type, bfloat16, bool_, builtin, constexpr, dtype,
+                                    float16, float32, float64, int1, int8, int16, int32, int64, pointer_type,
+                                    range, static_range, tensor, uint8, uint16, uint32, uint64)
+from tritonpu.language.functions import (abs, arange, argmax, argmin, atomic_add, atomic_and, atomic_cas, atomic_max,
+                                         atomic_min, atomic_or, atomic_xchg, atomic_xor, broadcast, broadcast_to,
+                                         cast, cdiv, ceil, clamp, cos, cumsum, debug_barrier, device_assert,
+                                         device_print, div_rn, dot, erf, exp, exp2, expand_dims, fdiv, floor, fma,
+                                         full, load, log, log2, max, max_constancy, max_contiguous, maximum, min,
+                                         minimum, multiple_of, num_programs, permute, program_id, ravel, reshape,
+                                         rsqrt, sigmoid, sin, softmax, sqrt, sqrt_rn, static_assert, static_print,
+                                         store, sum, trans, umulhi, view, where, zeros, zeros_like)
+
+
+class PropagateNan:
+    NONE = "NONE"
+    ALL = "ALL"
+
+
+def _not_supported(name):
+    def fn(*args, **kwargs):
+        raise SemanticError(f"tl.{name} is not supported by tritonpu yet")
+    fn.__name__ = name
+    return builtin(fn)
+
+
+make_block_ptr = _not_supported("make_block_ptr")
+advance = _not_supported("advance")
+reduce = _not_supported("reduce")
+associative_scan = _not_supported("associative_scan")
+join = _not_supported("join")
+split = _not_supported("split")
+sort = _not_supported("sort")

@@ -1,0 +1,214 @@
+"""Triton's rules for memory ops, reductions, scans and dots, building IR ops.
+
+Companion of :mod:`.semantic` (arithmetic and shapes): same conventions, same errors.
+"""
+from __future__ import annotations
+
+from tritonpu.ir import types as T
+from tritonpu.language import core as tl
+from tritonpu.language.core import SemanticError, tensor
+from tritonpu.language.semantic import (_op, broadcast_pair, broadcast_to_shape, cast, reshape, expand_dims,
+                                        to_tensor, _canon_axis)
+
+
+# --------------------------------------------------------------------------------------------
+# loads, stores, atomics
+# --------------------------------------------------------------------------------------------
+def _pointer(ptr, what: str) -> tensor:
+    ptr = tl._unwrap(ptr)
+    if not isinstance(ptr, tensor) or not ptr.dtype.is_ptr():
+        got = ptr.dtype if isinstance(ptr, tensor) else type(ptr).__name__
+        raise SemanticError(f"{what} needs a pointer or a block of pointers, got {got}")
+    return ptr
+
+
+def _mask(mask, ptr: tensor, what: str) -> tensor | None:
+    mask = tl._unwrap(mask)
+    if mask is None:
+        return None
+    mask = to_tensor(mask)
+    if not mask.dtype.is_bool():
+        raise SemanticError(f"{what}: mask must be a boolean (int1) tensor, got {mask.dtype}")
+    if not ptr.ty.is_block and mask.ty.is_block:
+        raise SemanticError(f"{what}: mask cannot be a block when the pointer is a scalar")
+    return broadcast_to_shape(mask, ptr.shape)
+
+
+def _value_for(ptr: tensor, value, what: str) -> tensor:
+    value = to_tensor(value)
+    if not ptr.ty.is_block and value.ty.is_block:
+        raise SemanticError(f"{what}: value cannot be a block when the pointer is a scalar")
+    value = broadcast_to_shape(value, ptr.shape)
+    return cast(value, ptr.dtype.element_ty)
+
+
+def load(ptr, mask=None, other=None, cache: str = "", evict: str = "", volatile: bool = False) -> tensor:
+    ptr = _pointer(ptr, "tl.load")
+    mask = _mask(mask, ptr, "tl.load")
+    operands = [ptr]
+    if tl._unwrap(other) is not None:
+        if mask is None:
+            raise SemanticError("tl.load: `other` cannot be given without `mask`")
+        other = _value_for(ptr, other, "tl.load other")
+    else:
+        other = None
+    if mask is not None:
+        operands.append(mask)
+        if other is not None:
+            operands.append(other)
+    attrs = {k: v for k, v in (("cache", cache), ("evict", evict)) if v}
+    if volatile:
+        attrs["volatile"] = True
+    return _op("load", operands, T.with_elem(ptr.ty, ptr.ty.scalar.pointee), **attrs)
+
+
+def store(ptr, value, mask=None, cache: str = "", evict: str = "") -> None:
+    ptr = _pointer(ptr, "tl.store")
+    value = _value_for(ptr, value, "tl.store")
+    mask = _mask(mask, ptr, "tl.store")
+    operands = [ptr, value] + ([mask] if mask is not None else [])
+    attrs = {k: v for k, v in (("cache", cache), ("evict", evict)) if v}
+    from tritonpu.language.semantic import _builder
+    _builder().create("store", [x.handle for x in operands], [], attrs)
+
+
+def atomic_rmw(kind: str, ptr, val, mask=None, sem=None, scope=None) -> tensor:
+    ptr = _pointer(ptr, f"tl.atomic_{kind}")
+    val = to_tensor(val)
+    if ptr.ty.is_block or val.ty.is_block:
+        ptr, val = broadcast_pair(ptr, val)
+    elem = ptr.dtype.element_ty
+    if kind in ("and", "or", "xor") and not elem.is_int():
+        raise SemanticError(f"tl.atomic_{kind} needs an integer pointer, got {ptr.dtype!r}")
+    val = cast(val, elem)
+    mask = _mask(mask, ptr, f"tl.atomic_{kind}")
+    operands = [ptr, val] + ([mask] if mask is not None else [])
+    attrs = {"op": kind}
+    if sem:
+        attrs["sem"] = str(sem)
+    if scope:
+        attrs["scope"] = str(scope)
+    return _op("atomic_rmw", operands, T.with_elem(ptr.ty, elem.ir), **attrs)
+
+
+def atomic_cas(ptr, cmp, val, sem=None, scope=None) -> tensor:
+    ptr = _pointer(ptr, "tl.atomic_cas")
+    elem = ptr.dtype.element_ty
+    cmp = cast(broadcast_to_shape(to_tensor(cmp), ptr.shape), elem)
+    val = cast(broadcast_to_shape(to_tensor(val), ptr.shape), elem)
+    attrs = {k: str(v) for k, v in (("sem", sem), ("scope", scope)) if v}
+    return _op("atomic_cas", [ptr, cmp, val], T.with_elem(ptr.ty, elem.ir), **attrs)
+
+
+# --------------------------------------------------------------------------------------------
+# reductions and scans
+# --------------------------------------------------------------------------------------------
+def pick_sum_dtype(dt: tl.dtype, requested) -> tl.dtype:
+    requested = tl._unwrap(requested)
+    if requested is not None:
+        return requested
+    if dt.is_int_signed() and dt.int_bitwidth < 32:
+        return tl.int32
+    if dt.is_int_unsigned() and dt.int_bitwidth < 32:
+        return tl.uint32
+    return dt
+
+
+def _prepare_axis(x: tensor, axis, what: str):
+    axis = tl._unwrap(axis)
+    if not x.ty.is_block:
+        raise SemanticError(f"{what} needs a block, got a scalar {x.dtype}")
+    if axis is None:
+        flat = reshape(x, [x.numel]) if len(x.shape) > 1 else x
+        return flat, 0, True
+    if not isinstance(axis, int):
+        raise SemanticError(f"{what}: axis must be a constexpr int or None, got {axis!r}")
+    return x, _canon_axis(axis, len(x.shape)), False
+
+
+def _keep(r: tensor, x_shape, axis, all_axes: bool, keep_dims: bool) -> tensor:
+    if not keep_dims:
+        return r
+    if all_axes:
+        return reshape(r, [1] * len(x_shape)) if len(x_shape) > 1 or r.ty.is_block else expand_dims(r, 0)
+    return expand_dims(r, axis)
+
+
+def reduce(x, axis, kind: str, keep_dims=False) -> tensor:
+    x = to_tensor(x)
+    shape0 = x.shape
+    x, ax, all_axes = _prepare_axis(x, axis, f"tl.{kind}")
+    shape = x.shape
+    del shape[ax]
+    out_elem = T.i32 if kind in ("argmax", "argmin") else x.ty.scalar
+    r = _op("reduce", [x], T.block(out_elem, shape), op=kind, axis=ax)
+    return _keep(r, shape0, ax, all_axes, bool(tl._unwrap(keep_dims)))
+
+
+def reduce_sum(x, axis=None, keep_dims=False, dtype=None) -> tensor:
+    x = to_tensor(x)
+    x = cast(x, pick_sum_dtype(x.dtype, dtype))
+    return reduce(x, axis, "sum", keep_dims)
+
+
+def reduce_minmax(kind: str, x, axis=None, return_indices=False, keep_dims=False) -> tensor | tuple:
+    x = to_tensor(x)
+    if tl._unwrap(return_indices):
+        return reduce(x, axis, kind, keep_dims), reduce(x, axis, "arg" + kind, keep_dims)
+    if x.dtype.primitive_bitwidth < 32:
+        x = cast(x, tl.float32 if x.dtype.is_floating() else tl.int32)
+    return reduce(x, axis, kind, keep_dims)
+
+
+def cumsum(x, axis=0, reverse=False, dtype=None) -> tensor:
+    x = to_tensor(x)
+    x = cast(x, pick_sum_dtype(x.dtype, dtype))
+    x, ax, all_axes = _prepare_axis(x, axis, "tl.cumsum")
+    attrs = {"op": "sum", "axis": ax}
+    if tl._unwrap(reverse):
+        attrs["reverse"] = True
+    return _op("scan", [x], x.ty, **attrs)
+
+
+# --------------------------------------------------------------------------------------------
+# dot
+# --------------------------------------------------------------------------------------------
+def dot(a, b, acc=None, input_precision=None, allow_tf32=None, max_num_imprecise_acc=None,
+        out_dtype=tl.float32) -> tensor:
+    a, b = to_tensor(a), to_tensor(b)
+    acc, out_dtype = tl._unwrap(acc), tl._unwrap(out_dtype)
+    if len(a.shape) != 2 or len(b.shape) != 2:
+        raise SemanticError(f"tl.dot needs 2-D operands, got shapes {a.shape} and {b.shape}")
+    (m, k), (k2, n) = a.shape, b.shape
+    if k != k2:
+        raise SemanticError(f"tl.dot: inner dimensions differ: {a.shape} @ {b.shape}")
+    if min(m, k, n) < 16:
+        raise SemanticError(f"tl.dot: every dimension must be >= 16, got {a.shape} @ {b.shape}")
+    if a.dtype != b.dtype:
+        raise SemanticError(f"tl.dot: both operands must have the same dtype, got {a.dtype} and {b.dtype}")
+    if a.dtype.is_int():
+        if a.dtype.int_bitwidth != 8:
+            raise SemanticError(f"tl.dot supports int8 integer operands, got {a.dtype}")
+        ret = tl.int32
+    else:
+        ret = out_dtype
+        if ret not in (tl.float32, tl.float16, tl.bfloat16, tl.float64):
+            raise SemanticError(f"tl.dot: out_dtype must be a float dtype, got {ret!r}")
+        if ret in (tl.float16, tl.bfloat16) and a.dtype != ret:
+            raise SemanticError(f"tl.dot: out_dtype {ret} needs {ret} operands, got {a.dtype}")
+    precision = tl._unwrap(input_precision)
+    if precision is None and tl._unwrap(allow_tf32) is not None:
+        precision = "tf32" if tl._unwrap(allow_tf32) else "ieee"
+    if precision not in (None, "tf32", "tf32x3", "ieee", "hf32", "bf16x3"):
+        raise SemanticError(f"tl.dot: unknown input_precision {precision!r}")
+    res_ty = T.block(ret.ir, [m, n])
+    operands = [a, b]
+    if acc is not None:
+        acc = to_tensor(acc)
+        if acc.shape != [m, n]:
+            raise SemanticError(f"tl.dot: acc must have shape {[m, n]}, got {acc.shape}")
+        if acc.dtype != ret:
+            raise SemanticError(f"tl.dot: acc must have dtype {ret}, got {acc.dtype}")
+        operands.append(acc)
+    attrs = {"input_precision": precision} if precision else {}
+    return _op("dot", operands, res_ty, **attrs)

@@ -1,0 +1,502 @@
+"""Triton's typing rules, building IR ops.
+
+Each function takes language tensors or Python numbers, applies Triton's implicit promotion
+(``computation_type``), broadcasting and checks, and appends the resulting IR op to the builder
+the frontend installed. User mistakes raise :class:`SemanticError`; the frontend turns them into
+``CompilationError`` at the kernel's source line.
+"""
+from __future__ import annotations
+
+import numbers
+
+from tritonpu.ir import types as T
+from tritonpu.language import core as tl
+from tritonpu.language.core import SemanticError, tensor
+
+
+def _builder():
+    b = tl._state.builder
+    if b is None:
+        raise RuntimeError("no kernel is being built")
+    return b
+
+
+def _op(name, operands, ty: T.Type, **attrs) -> tensor:
+    v = _builder().one(name, [x.handle for x in operands], ty, **attrs)
+    return tensor(v, ty)
+
+
+# --------------------------------------------------------------------------------------------
+# constants and conversion
+# --------------------------------------------------------------------------------------------
+def python_scalar_dtype(x) -> tl.dtype:
+    if isinstance(x, bool):
+        return tl.int1
+    if isinstance(x, numbers.Integral):
+        x = int(x)
+        if -2**31 <= x < 2**31:
+            return tl.int32
+        if 2**31 <= x < 2**32:
+            return tl.uint32
+        if -2**63 <= x < 2**63:
+            return tl.int64
+        if 2**63 <= x < 2**64:
+            return tl.uint64
+        raise SemanticError(f"integer constant {x} does not fit in 64 bits")
+    if isinstance(x, numbers.Real):
+        return tl.float32
+    raise SemanticError(f"cannot convert {x!r} of type {type(x).__name__} to a tensor")
+
+
+def scalar_constant(value, dt: tl.dtype) -> tensor:
+    if dt.is_floating():
+        value = float(value)
+    elif dt.is_bool():
+        value = bool(value)
+    else:
+        value = int(value)
+    return _op("constant", [], dt.ir, value=value)
+
+
+def to_tensor(x) -> tensor:
+    x = tl._unwrap(x)
+    if isinstance(x, tensor):
+        return x
+    if isinstance(x, (numbers.Number, bool)):
+        return scalar_constant(x, python_scalar_dtype(x))
+    raise SemanticError(f"expected a tensor or a number, got {x!r} of type {type(x).__name__}")
+
+
+def _is_number(x) -> bool:
+    return isinstance(x, (numbers.Number, bool)) and not isinstance(x, tensor)
+
+
+def _int_range(dt: tl.dtype) -> tuple[int, int]:
+    bits = dt.int_bitwidth
+    if dt.is_bool():
+        return 0, 1
+    if dt.is_int_signed():
+        return -(1 << (bits - 1)), (1 << (bits - 1)) - 1
+    return 0, (1 << bits) - 1
+
+
+# --------------------------------------------------------------------------------------------
+# casts and broadcasting
+# --------------------------------------------------------------------------------------------
+def cast(x, dst, bitcast: bool = False) -> tensor:
+    x = to_tensor(x)
+    dst = tl._unwrap(dst)
+    if not isinstance(dst, tl.dtype):
+        raise SemanticError(f"cast target must be a dtype such as tl.float32, got {dst!r}")
+    dst = dst.scalar
+    src = x.dtype
+    if src == dst:
+        return x
+    ty = T.with_elem(x.ty, dst.ir)
+    if bitcast:
+        if src.primitive_bitwidth != dst.primitive_bitwidth:
+            raise SemanticError(f"cannot bitcast {src} to {dst}: sizes differ "
+                                f"({src.primitive_bitwidth} vs {dst.primitive_bitwidth} bits)")
+        return _op("bitcast", [x], ty)
+    if src.is_ptr() or dst.is_ptr():
+        if src.is_ptr() and dst.is_ptr():
+            return _op("bitcast", [x], ty)
+        raise SemanticError(f"cannot cast {src!r} to {dst!r}: casts between pointers and numbers are not supported")
+    return _op("cast", [x], ty)
+
+
+def broadcast_to_shape(x: tensor, shape) -> tensor:
+    shape = [int(d) for d in shape]
+    if x.shape == shape:
+        return x
+    if not x.ty.is_block:
+        return _op("splat", [x], T.block(x.ty, shape))
+    src = x.shape
+    if len(src) != len(shape):
+        raise SemanticError(f"cannot broadcast shape {src} to {shape}: ranks differ")
+    for a, b in zip(src, shape):
+        if a != b and a != 1:
+            raise SemanticError(f"cannot broadcast shape {src} to {shape}")
+    return _op("broadcast", [x], T.block(x.ty.scalar, shape))
+
+
+def broadcast_pair(a: tensor, b: tensor) -> tuple[tensor, tensor]:
+    sa, sb = a.shape, b.shape
+    if sa == sb:
+        return a, b
+    if not a.ty.is_block:
+        return broadcast_to_shape(a, sb), b
+    if not b.ty.is_block:
+        return a, broadcast_to_shape(b, sa)
+    while len(sa) < len(sb):
+        a = expand_dims(a, 0)
+        sa = a.shape
+    while len(sb) < len(sa):
+        b = expand_dims(b, 0)
+        sb = b.shape
+    out = []
+    for i, (x, y) in enumerate(zip(sa, sb)):
+        if x == y or y == 1:
+            out.append(x)
+        elif x == 1:
+            out.append(y)
+        else:
+            raise SemanticError(f"incompatible shapes {sa} and {sb}: dimension {i} is {x} vs {y}")
+    return broadcast_to_shape(a, out), broadcast_to_shape(b, out)
+
+
+# --------------------------------------------------------------------------------------------
+# implicit promotion (Triton's computation_type_impl)
+# --------------------------------------------------------------------------------------------
+def integer_promote(a: tl.dtype, b: tl.dtype) -> tl.dtype:
+    ua, ub = a.is_int_unsigned(), b.is_int_unsigned()
+    if ua == ub:
+        return a if a.int_bitwidth > b.int_bitwidth else b
+    if ua:
+        return a if a.int_bitwidth >= b.int_bitwidth else b
+    return b if b.int_bitwidth >= a.int_bitwidth else a
+
+
+def computation_type(a: tl.dtype, a_scalar: bool, b: tl.dtype, b_scalar: bool, div_or_mod: bool) -> tl.dtype:
+    if a_scalar != b_scalar:
+        sty, tty = (a, b) if a_scalar else (b, a)
+        if sty.kind_rank() <= tty.kind_rank():
+            if div_or_mod and tty in (tl.float16, tl.bfloat16):
+                return tl.float32
+            return tty
+    if a.is_fp64() or b.is_fp64():
+        return tl.float64
+    if a.is_fp32() or b.is_fp32():
+        return tl.float32
+    if a.is_fp16() or b.is_fp16():
+        return tl.float32 if div_or_mod else tl.float16
+    if a.is_bf16() and b.is_bf16():
+        return tl.float32 if div_or_mod else tl.bfloat16
+    if a.is_bf16() or b.is_bf16():
+        return tl.float32
+    if not a.is_int() or not b.is_int():
+        raise SemanticError(f"unexpected types {a} and {b}")
+    if div_or_mod and a.is_int_unsigned() != b.is_int_unsigned() and not (a.is_bool() or b.is_bool()):
+        raise SemanticError(f"cannot use /, // or % with {a} and {b} because they have different signedness; "
+                            "cast them to the same signedness")
+    return integer_promote(a, b)
+
+
+def _check_ptr(a: tl.dtype, b: tl.dtype, allow_ptr: bool):
+    if a.is_ptr():
+        if not allow_ptr or (b.is_ptr() and a != b) or b.is_floating():
+            raise SemanticError(f"invalid operands of type {a!r} and {b!r}")
+
+
+def binary_operands(lhs, rhs, allow_lhs_ptr=False, allow_rhs_ptr=False, arithmetic=True, div_or_mod=False):
+    lhs, rhs = tl._unwrap(lhs), tl._unwrap(rhs)
+    ls, rs = _is_number(lhs), _is_number(rhs)
+    lval, rval = lhs, rhs
+    lt = python_scalar_dtype(lhs) if ls else to_tensor(lhs).dtype
+    rt = python_scalar_dtype(rhs) if rs else to_tensor(rhs).dtype
+    _check_ptr(lt, rt, allow_lhs_ptr)
+    _check_ptr(rt, lt, allow_rhs_ptr)
+    if not (arithmetic and not lt.is_ptr() and not rt.is_ptr()):
+        lhs = scalar_constant(lval, lt) if ls else lhs
+        rhs = scalar_constant(rval, rt) if rs else rhs
+    else:
+        ret = computation_type(lt, ls, rt, rs, div_or_mod)
+        for is_num, val in ((ls, lval), (rs, rval)):
+            if is_num and ret.is_int():
+                lo, hi = _int_range(ret)
+                if val < 0 and ret.is_int_unsigned() and not ret.is_bool():
+                    raise SemanticError("cannot combine an unsigned tensor with a negative number; cast one of them")
+                if not lo <= val <= hi and not ret.is_bool():
+                    raise SemanticError(f"number {val} is out of range for {ret}")
+        lhs = scalar_constant(lval, ret) if ls else cast(lhs, ret)
+        rhs = scalar_constant(rval, ret) if rs else cast(rhs, ret)
+    return broadcast_pair(lhs, rhs)
+
+
+def _elementwise(name, a: tensor, b: tensor) -> tensor:
+    return _op(name, [a, b], a.ty)
+
+
+# --------------------------------------------------------------------------------------------
+# binary operators
+# --------------------------------------------------------------------------------------------
+def _addptr(p: tensor, off: tensor) -> tensor:
+    if not off.dtype.is_int():
+        raise SemanticError(f"pointer offsets must be integers, got {off.dtype}")
+    if off.dtype.is_int_unsigned() and off.dtype.int_bitwidth < 64:
+        off = cast(off, tl.int64)
+    return _op("addptr", [p, off], p.ty)
+
+
+def add(a, b) -> tensor:
+    a, b = binary_operands(a, b, True, True)
+    if a.dtype.is_ptr() and b.dtype.is_ptr():
+        raise SemanticError("cannot add pointers together")
+    if b.dtype.is_ptr():
+        a, b = b, a
+    if a.dtype.is_ptr():
+        return _addptr(a, b)
+    return _elementwise("add", a, b)
+
+
+def sub(a, b) -> tensor:
+    a, b = binary_operands(a, b, True, False)
+    if a.dtype.is_ptr():
+        return _addptr(a, minus(b))
+    return _elementwise("sub", a, b)
+
+
+def mul(a, b) -> tensor:
+    a, b = binary_operands(a, b)
+    return _elementwise("mul", a, b)
+
+
+def truediv(a, b) -> tensor:
+    a, b = binary_operands(a, b, div_or_mod=True)
+    if a.dtype.is_int():
+        a, b = cast(a, tl.float32), cast(b, tl.float32)
+    return _elementwise("div", a, b)
+
+
+def floordiv(a, b) -> tensor:
+    a, b = binary_operands(a, b, div_or_mod=True)
+    if not a.dtype.is_int():
+        raise SemanticError(f"`//` needs integer operands, got {a.dtype}; use `/` for floating point")
+    return _elementwise("div", a, b)
+
+
+def mod(a, b) -> tensor:
+    a, b = binary_operands(a, b, div_or_mod=True)
+    return _elementwise("rem", a, b)
+
+
+def _bitwise_operands(a, b):
+    a, b = binary_operands(a, b)
+    if not a.dtype.is_int() or not b.dtype.is_int():
+        raise SemanticError(f"bitwise operators need integer operands, got {a.dtype} and {b.dtype}")
+    return a, b
+
+
+def and_(a, b):
+    return _elementwise("and", *_bitwise_operands(a, b))
+
+
+def or_(a, b):
+    return _elementwise("or", *_bitwise_operands(a, b))
+
+
+def xor_(a, b):
+    return _elementwise("xor", *_bitwise_operands(a, b))
+
+
+def shl(a, b):
+    return _elementwise("shl", *_bitwise_operands(a, b))
+
+
+def shr(a, b):
+    return _elementwise("shr", *_bitwise_operands(a, b))
+
+
+def minimum(a, b, propagate_nan=False) -> tensor:
+    a, b = binary_operands(a, b)
+    return _minmax("minimum", a, b, propagate_nan)
+
+
+def maximum(a, b, propagate_nan=False) -> tensor:
+    a, b = binary_operands(a, b)
+    return _minmax("maximum", a, b, propagate_nan)
+
+
+def _minmax(name, a, b, propagate_nan):
+    r = _elementwise(name, a, b)
+    if propagate_nan and a.dtype.is_floating():
+        r = where(compare(a, a, "ne"), a, where(compare(b, b, "ne"), b, r))
+    return r
+
+
+def compare(a, b, pred: str) -> tensor:
+    a, b = binary_operands(a, b, allow_lhs_ptr=True, allow_rhs_ptr=True)
+    return _op("cmp", [a, b], T.with_elem(a.ty, T.i1), pred=pred)
+
+
+def logical_and(a, b):
+    return and_(_as_bool(a), _as_bool(b))
+
+
+def logical_or(a, b):
+    return or_(_as_bool(a), _as_bool(b))
+
+
+def _as_bool(x) -> tensor:
+    x = to_tensor(x)
+    return x if x.dtype.is_bool() else compare(x, 0, "ne")
+
+
+def not_(x) -> tensor:
+    return xor_(_as_bool(x), True)
+
+
+def minus(x) -> tensor:
+    x = to_tensor(x)
+    if x.dtype.is_ptr():
+        raise SemanticError("wrong type argument to unary minus (pointer)")
+    if x.dtype.is_floating():
+        return _op("neg", [x], x.ty)
+    return sub(scalar_constant(0, x.dtype), x)
+
+
+def invert(x) -> tensor:
+    x = to_tensor(x)
+    if x.dtype.is_ptr() or x.dtype.is_floating():
+        raise SemanticError(f"wrong type argument to unary invert `~` ({x.dtype})")
+    return _op("not", [x], x.ty)
+
+
+def unary_math(name: str, x, allowed=("fp32", "fp64")) -> tensor:
+    x = to_tensor(x)
+    if allowed is not None and x.dtype.name not in allowed:
+        raise SemanticError(f"tl.{name} expects dtype {list(allowed)} but got {x.dtype}; "
+                            f"cast first, e.g. x.to(tl.float32)")
+    return _op(name, [x], x.ty)
+
+
+def abs_(x) -> tensor:
+    x = to_tensor(x)
+    if x.dtype.is_int_unsigned():
+        return x
+    return _op("abs", [x], x.ty)
+
+
+def fma(a, b, c) -> tensor:
+    a, b = binary_operands(a, b)
+    c, a = binary_operands(c, a)
+    c, b = binary_operands(c, b)
+    return _op("fma", [a, b, c], a.ty)
+
+
+def where(cond, x, y) -> tensor:
+    cond = to_tensor(cond)
+    if not cond.dtype.is_bool():
+        cond = _as_bool(cond)
+    x, y = binary_operands(x, y)
+    # broadcast all three to one shape
+    cond, x = broadcast_pair(cond, x)
+    cond, y = broadcast_pair(cond, y)
+    x, y = broadcast_pair(x, y)
+    cond, x = broadcast_pair(cond, x)
+    return _op("select", [cond, x, y], x.ty)
+
+
+# --------------------------------------------------------------------------------------------
+# shapes
+# --------------------------------------------------------------------------------------------
+def _canon_axis(axis: int, rank: int, what="axis") -> int:
+    if not -rank <= axis < rank:
+        raise SemanticError(f"{what} {axis} is out of range for a tensor of rank {rank}")
+    return axis % rank
+
+
+def expand_dims(x, axis: int) -> tensor:
+    x = to_tensor(x)
+    shape = x.shape
+    axis = _canon_axis(axis, len(shape) + 1)
+    shape.insert(axis, 1)
+    if not x.ty.is_block:
+        return _op("splat", [x], T.block(x.ty, shape))
+    return _op("expand_dims", [x], T.block(x.ty.scalar, shape), axis=axis)
+
+
+def reshape(x, shape) -> tensor:
+    x = to_tensor(x)
+    shape = [int(tl._unwrap(d)) for d in shape]
+    n = 1
+    for d in shape:
+        n *= d
+    if n != x.numel:
+        raise SemanticError(f"reshape cannot change the number of elements: {x.shape} -> {shape}")
+    if not x.ty.is_block:
+        return _op("splat", [x], T.block(x.ty, shape))
+    if shape == x.shape:
+        return x
+    return _op("reshape", [x], T.block(x.ty.scalar, shape))
+
+
+def permute(x, order) -> tensor:
+    x = to_tensor(x)
+    order = [int(tl._unwrap(d)) for d in order]
+    if sorted(order) != list(range(len(x.shape))):
+        raise SemanticError(f"permute order {order} is not a permutation of the {len(x.shape)} dimensions")
+    if order == sorted(order):
+        return x
+    shape = [x.shape[i] for i in order]
+    return _op("permute", [x], T.block(x.ty.scalar, shape), order=order)
+
+
+def subscript(x: tensor, slices) -> tensor:
+    if not isinstance(slices, tuple):
+        slices = (slices,)
+    out = x
+    k = 0
+    for s in slices:
+        s = tl._unwrap(s)
+        if s is None:
+            out = expand_dims(out, k)
+            k += 1
+        elif isinstance(s, slice) and s.start is None and s.stop is None and s.step is None:
+            k += 1
+        else:
+            raise SemanticError(f"unsupported tensor index {s!r}: only `None` and `:` are allowed")
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# creation
+# --------------------------------------------------------------------------------------------
+def _power_of_two(n: int) -> bool:
+    return n > 0 and n & (n - 1) == 0
+
+
+def arange(start, end) -> tensor:
+    start, end = tl._unwrap(start), tl._unwrap(end)
+    if not isinstance(start, int) or not isinstance(end, int) or isinstance(start, bool):
+        raise SemanticError("tl.arange needs constexpr integer bounds; got "
+                            f"{type(start).__name__} and {type(end).__name__}")
+    if end <= start:
+        raise SemanticError(f"tl.arange's end must be greater than its start; got ({start}, {end})")
+    if not _power_of_two(end - start):
+        raise SemanticError(f"tl.arange needs constexpr bounds whose range is a power of 2; got {end - start}")
+    if start < -2**31 or end > 2**31:
+        raise SemanticError("tl.arange bounds must fit in int32")
+    return _op("arange", [], T.block(T.i32, [end - start]), start=start, end=end)
+
+
+def check_shape(shape) -> list[int]:
+    shape = tl._unwrap(shape)
+    if isinstance(shape, int):
+        shape = [shape]
+    out = []
+    for d in shape:
+        d = tl._unwrap(d)
+        if not isinstance(d, int):
+            raise SemanticError(f"shape dimensions must be constexpr ints, got {d!r}")
+        if not _power_of_two(d):
+            raise SemanticError(f"shape dimensions must be powers of 2, got {list(shape)}")
+        out.append(d)
+    return out
+
+
+def full(shape, value, dt) -> tensor:
+    shape = check_shape(shape)
+    dt = tl._unwrap(dt)
+    if not isinstance(dt, tl.dtype):
+        raise SemanticError(f"dtype must be a tl dtype, got {dt!r}")
+    value = tl._unwrap(value)
+    if isinstance(value, tensor):
+        if value.ty.is_block:
+            raise SemanticError("tl.full needs a scalar value")
+        scalar = cast(value, dt)
+    else:
+        scalar = scalar_constant(value, dt)
+    if not shape:
+        return scalar
+    return _op("splat", [scalar], T.block(dt.ir, shape))

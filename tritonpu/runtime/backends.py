@@ -1,0 +1,32 @@
+"""The table of backends a launch can run on: name -> function(kernel, arrays, grid, options)."""
+from __future__ import annotations
+
+from tritonpu.errors import ExecutionError, LaunchError
+
+
+def _ref(kernel, arrays, grid, options):
+    from tritonpu.ref import evaluator
+    evaluator.run(kernel.fn, arrays, grid)
+    return None
+
+
+def _not_built(name, issue):
+    def run(kernel, arrays, grid, options):
+        raise LaunchError(f"the {name} backend is not available yet ({issue}); use backend='ref'")
+    return run
+
+
+BACKENDS = {
+    "ref": _ref,
+    "cpu": _not_built("cpu", "the llvmlite backend is being built"),
+    "npu": _not_built("npu", "the NPU compiler is being built"),
+}
+
+
+def launch(name, kernel, arrays, grid, options):
+    if grid[0] * grid[1] * grid[2] == 0:
+        return None
+    try:
+        return BACKENDS[name](kernel, arrays, grid, options)
+    except ExecutionError:
+        raise

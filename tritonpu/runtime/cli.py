@@ -1,0 +1,53 @@
+"""``tritonpu run FILE.py``: run a kernel script and show what each kernel it compiles became."""
+from __future__ import annotations
+
+import os
+import runpy
+import sys
+
+from tritonpu.errors import TritonpuError
+from tritonpu.runtime import hooks
+
+
+def add_run_command(sub) -> None:
+    p = sub.add_parser("run", help="run a Python file that launches kernels, printing the stages asked for",
+                       description="Run FILE.py as a script (its __name__ is '__main__'). For each kernel "
+                                   "specialization it compiles, print the stages asked for.")
+    p.add_argument("file", help="the Python script to run")
+    p.add_argument("--emit-ir", action="store_true", help="print the dataflow IR from the frontend")
+    p.add_argument("--backend", choices=["ref", "cpu", "npu"],
+                   help="run every launch on this backend (sets TRITONPU_BACKEND)")
+    p.add_argument("script_args", nargs="*", help="arguments passed to the script (after --)")
+    p.set_defaults(func=run_command)
+
+
+def _printer(args):
+    def on_compile(jitfn, kernel):
+        if args.emit_ir:
+            print(f"// ---- {kernel.name}: ir ----")
+            print(kernel.asm["ir"], end="", flush=True)
+    return on_compile
+
+
+def run_command(args) -> int:
+    if not os.path.isfile(args.file):
+        print(f"tritonpu run: no such file: {args.file}", file=sys.stderr)
+        return 2
+    if args.backend:
+        os.environ["TRITONPU_BACKEND"] = args.backend
+    listener = _printer(args)
+    hooks.add_listener(listener)
+    saved_argv = sys.argv
+    sys.argv = [args.file] + list(args.script_args)
+    sys.path.insert(0, os.path.dirname(os.path.abspath(args.file)))
+    try:
+        runpy.run_path(args.file, run_name="__main__")
+    except TritonpuError as e:
+        print(f"{type(e).__name__}: {e}", file=sys.stderr)
+        return 1
+    except SystemExit as e:
+        return e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+    finally:
+        sys.argv = saved_argv
+        hooks.remove_listener(listener)
+    return 0

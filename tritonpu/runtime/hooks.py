@@ -1,0 +1,30 @@
+"""What happens each time a kernel is compiled: CLI dumps (``--emit-ir`` ...) and
+``TRITONPU_DUMP_DIR`` files. The CLI registers printers here; the runtime calls ``compiled``."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+_listeners: list = []
+
+
+def add_listener(fn) -> None:
+    """``fn(jitfn, kernel)`` is called once per compiled (or cache-loaded) specialization."""
+    _listeners.append(fn)
+
+
+def remove_listener(fn) -> None:
+    if fn in _listeners:
+        _listeners.remove(fn)
+
+
+def compiled(jitfn, kernel) -> None:
+    dump = os.environ.get("TRITONPU_DUMP_DIR")
+    if dump:
+        d = Path(dump)
+        d.mkdir(parents=True, exist_ok=True)
+        for stage, text in kernel.asm.items():
+            ext = {"ir": "ir", "isa": "s", "llvm": "ll"}.get(stage, "txt")
+            (d / f"{kernel.name}.{kernel.key[:8]}.{stage}.{ext}").write_text(text)
+    for fn in list(_listeners):
+        fn(jitfn, kernel)

@@ -1,0 +1,295 @@
+"""``@tritonpu.jit``: specialization, caching and launching.
+
+A kernel is compiled once per specialization — argument types, constexpr values, options and
+compiler version — and kept in memory and on disk (see :mod:`.cache`). ``kernel[grid](...)``
+binds the arguments, finds or builds the compiled kernel, and runs it on the chosen backend
+(``backend=`` on the launch, else ``TRITONPU_BACKEND``, else the default).
+"""
+from __future__ import annotations
+
+import ast
+import hashlib
+import inspect
+import os
+import sys
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from tritonpu import __version__
+from tritonpu.errors import CompilationError, LaunchError
+from tritonpu.frontend.codegen import SourceInfo, generate, parse_function_ast
+from tritonpu.ir import Function, parse_function, print_function, verify
+from tritonpu.ir import types as T
+from tritonpu.language import core as tl
+from tritonpu.runtime import cache as disk_cache
+from tritonpu.runtime import hooks
+
+# Launch options Triton kernels pass; accepted and recorded (they do not change NPU code).
+TRITON_OPTIONS = ("num_warps", "num_stages", "num_ctas", "maxnreg", "enable_fp_fusion", "launch_cooperative_grid",
+                  "enable_warp_specialization", "debug")
+# tritonpu's own launch options.
+OPTIONS = ("backend", "check")
+BACKENDS = ("ref", "cpu", "npu")
+DEFAULT_BACKEND = "ref"
+
+
+@dataclass
+class CompiledKernel:
+    name: str
+    fn: Function
+    asm: dict = field(default_factory=dict)
+    key: str = ""
+    compile_seconds: float = 0.0
+    from_disk: bool = False
+    backend_artifacts: dict = field(default_factory=dict)
+
+
+@dataclass
+class LaunchHandle:
+    """What a launch returns: the compiled stages and, on the NPU, the profile."""
+
+    kernel: CompiledKernel
+    grid: tuple
+    backend: str
+    stats: object = None
+
+    @property
+    def asm(self) -> dict:
+        return self.kernel.asm
+
+    @property
+    def name(self) -> str:
+        return self.kernel.name
+
+
+def _is_constexpr_annotation(ann) -> bool:
+    if ann is tl.constexpr:
+        return True
+    return isinstance(ann, str) and ann.split(".")[-1] == "constexpr"
+
+
+def _as_array(value):
+    """numpy view of an array argument (no copy); None when the value is not an array."""
+    if isinstance(value, np.ndarray):
+        return value
+    if hasattr(value, "__dlpack__"):
+        try:
+            return np.from_dlpack(value)
+        except (TypeError, RuntimeError, BufferError):
+            pass
+    if not isinstance(value, (bytes, str, int, float, bool)):
+        try:
+            mv = memoryview(value)
+        except TypeError:
+            return None
+        return np.asarray(mv)
+    return None
+
+
+def arg_type(name: str, value) -> T.Type:
+    """The IR type a runtime argument specializes to."""
+    if isinstance(value, (bool, np.bool_)):
+        return T.i1
+    if isinstance(value, (int, np.integer)) and not isinstance(value, np.ndarray):
+        if isinstance(value, np.integer):
+            return T.scalar(str(np.dtype(type(value)).name).replace("int", "i").replace("ui", "u"))
+        v = int(value)
+        if -2**31 <= v < 2**31:
+            return T.i32
+        if -2**63 <= v < 2**63:
+            return T.i64
+        if 0 <= v < 2**64:
+            return T.scalar("u64")
+        raise LaunchError(f"argument `{name}` = {v} does not fit in 64 bits")
+    if isinstance(value, (float, np.floating)):
+        return T.scalar("f64") if isinstance(value, np.float64) and not isinstance(value, float) else T.f32
+    arr = _as_array(value)
+    if arr is None:
+        raise LaunchError(f"argument `{name}` has unsupported type {type(value).__name__}; pass a numpy array, "
+                          "an int, a float or a bool")
+    from tritonpu import dtypes
+    try:
+        kind = dtypes.from_numpy(arr.dtype)
+    except KeyError:
+        raise LaunchError(f"argument `{name}` has dtype {arr.dtype}, which tritonpu does not support") from None
+    return T.PointerType(T.scalar(kind.name))
+
+
+class JITFunction:
+    __tritonpu_jit__ = True
+
+    def __init__(self, fn, do_not_specialize=None, debug=None, noinline=None, repr=None, launch_metadata=None):
+        self.fn = fn
+        self.__name__ = fn.__name__
+        self.__qualname__ = getattr(fn, "__qualname__", fn.__name__)
+        self.__doc__ = fn.__doc__
+        self.__module__ = fn.__module__
+        self.__wrapped__ = fn
+        self.signature = inspect.signature(fn)
+        self.arg_names = list(self.signature.parameters)
+        self.constexpr_names = {n for n, p in self.signature.parameters.items()
+                                if _is_constexpr_annotation(p.annotation)}
+        self._src = None
+        self._ast = None
+        self._hash = None
+        self.cache: dict = {}
+
+    # -- source ----------------------------------------------------------------------------
+    @property
+    def src(self) -> SourceInfo:
+        if self._src is None:
+            try:
+                self._src = SourceInfo(self.fn)
+            except (OSError, TypeError) as e:
+                raise CompilationError(f"cannot read the source of `{self.__name__}`: {e}") from None
+        return self._src
+
+    @property
+    def ast(self) -> ast.FunctionDef:
+        if self._ast is None:
+            self._ast = parse_function_ast(self)
+        return self._ast
+
+    def source_hash(self, _seen=None) -> str:
+        """Hash of this function's source and of everything global it uses."""
+        if self._hash is not None:
+            return self._hash
+        seen = _seen if _seen is not None else set()
+        seen.add(id(self))
+        h = hashlib.sha256(self.src.src.encode())
+        g = self.fn.__globals__
+        for name in sorted({n.id for n in ast.walk(self.ast) if isinstance(n, ast.Name)}):
+            v = g.get(name)
+            if getattr(v, "__tritonpu_jit__", False) and id(v) not in seen:
+                h.update(f"{name}:{v.source_hash(seen)}".encode())
+            elif isinstance(v, tl.constexpr):
+                h.update(f"{name}={v.value!r}".encode())
+            elif isinstance(v, (int, float, bool, str)):
+                h.update(f"{name}={v!r}".encode())
+        self._hash = h.hexdigest()
+        return self._hash
+
+    # -- calling -----------------------------------------------------------------------------
+    def __call__(self, *args, **kwargs):
+        raise RuntimeError(f"@jit function `{self.__name__}` must be launched as {self.__name__}[grid](...) or "
+                           "called from another @jit function")
+
+    def __getitem__(self, grid):
+        return lambda *args, **kwargs: self.run(*args, grid=grid, **kwargs)
+
+    def __repr__(self):
+        return f"JITFunction({self.__module__}:{self.__qualname__})"
+
+    def bind(self, args, kwargs):
+        """Split a launch's arguments into kernel arguments and options."""
+        options = {k: kwargs.pop(k) for k in list(kwargs) if k in TRITON_OPTIONS + OPTIONS
+                   and k not in self.signature.parameters}
+        try:
+            bound = self.signature.bind(*args, **kwargs)
+        except TypeError as e:
+            raise LaunchError(f"bad launch of `{self.__name__}`: {e}") from None
+        bound.apply_defaults()
+        return dict(bound.arguments), options
+
+    def specialize(self, bound: dict) -> tuple[list, list]:
+        """(params for the frontend, runtime argument values)."""
+        params, runtime = [], []
+        for name, value in bound.items():
+            value = tl._unwrap(value)
+            if name in self.constexpr_names or value is None:
+                params.append((name, tl.constexpr(value)))
+            else:
+                params.append((name, arg_type(name, value)))
+                runtime.append(value)
+        return params, runtime
+
+    def compile(self, params: list, options: dict) -> CompiledKernel:
+        sig = tuple((n, str(p) if not isinstance(p, tl.constexpr) else ("constexpr", repr(p.value)))
+                    for n, p in params)
+        opts = tuple(sorted((k, repr(v)) for k, v in options.items() if k in TRITON_OPTIONS))
+        key_src = repr((self.source_hash(), sig, opts, __version__))
+        key = hashlib.sha256(key_src.encode()).hexdigest()[:32]
+        kernel = self.cache.get(key)
+        if kernel is not None:
+            return kernel
+        t0 = time.perf_counter()
+        entry = disk_cache.load(key)
+        if entry is not None:
+            try:
+                fn = parse_function(entry["ir"])
+                verify(fn)
+                kernel = CompiledKernel(self.__name__, fn, dict(entry["asm"]), key, from_disk=True)
+            except Exception:
+                kernel = None
+        if kernel is None:
+            attrs = {n: p.value for n, p in params if isinstance(p, tl.constexpr)
+                     and isinstance(p.value, (int, float, bool, str))}
+            fn = generate(self, params, attrs)
+            try:
+                verify(fn)
+            except Exception as e:  # a frontend bug, not a user mistake: still point at the kernel
+                raise CompilationError(f"internal error: the frontend produced invalid IR: {e}",
+                                       self.src.file, self.src.first_line) from None
+            text = print_function(fn)
+            kernel = CompiledKernel(self.__name__, fn, {"ir": text}, key)
+            disk_cache.store(key, {"ir": text, "asm": kernel.asm})
+        kernel.compile_seconds = time.perf_counter() - t0
+        self.cache[key] = kernel
+        hooks.compiled(self, kernel)
+        return kernel
+
+    def run(self, *args, grid, warmup=False, **kwargs) -> LaunchHandle:
+        bound, options = self.bind(args, kwargs)
+        params, runtime = self.specialize(bound)
+        kernel = self.compile(params, options)
+        grid = _normalize_grid(grid, {**bound, **options})
+        backend = options.get("backend") or os.environ.get("TRITONPU_BACKEND") or DEFAULT_BACKEND
+        if backend not in BACKENDS:
+            raise LaunchError(f"unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}")
+        handle = LaunchHandle(kernel, grid, backend)
+        if warmup:
+            return handle
+        arrays = [_as_array(v) if p.type.is_ptr else v for p, v in zip(kernel.fn.args, runtime)]
+        for p, a in zip(kernel.fn.args, arrays):
+            if p.type.is_ptr and not a.flags.c_contiguous:
+                raise LaunchError(f"argument `{p.name}` is not C-contiguous; pass np.ascontiguousarray(...)")
+        from tritonpu.runtime import backends
+        handle.stats = backends.launch(backend, kernel, arrays, grid, options)
+        return handle
+
+    def warmup(self, *args, grid, **kwargs) -> LaunchHandle:
+        return self.run(*args, grid=grid, warmup=True, **kwargs)
+
+
+def _normalize_grid(grid, meta: dict) -> tuple[int, int, int]:
+    if callable(grid):
+        grid = grid(meta)
+    if isinstance(grid, (int, np.integer)):
+        grid = (grid,)
+    try:
+        dims = [int(tl._unwrap(g)) for g in grid]
+    except (TypeError, ValueError):
+        raise LaunchError(f"grid must be a tuple of 1 to 3 ints (or a function returning one), got {grid!r}") from None
+    if not 1 <= len(dims) <= 3:
+        raise LaunchError(f"grid must have 1 to 3 dimensions, got {len(dims)}")
+    if any(d < 0 for d in dims):
+        raise LaunchError(f"grid dimensions must be >= 0, got {tuple(dims)}")
+    return tuple(dims + [1] * (3 - len(dims)))
+
+
+def jit(fn=None, *, do_not_specialize=None, debug=None, noinline=None, repr=None, launch_metadata=None):
+    """Decorator compiling a Triton-style kernel for tritonpu (``@tritonpu.jit`` or ``@tritonpu.jit(...)``)."""
+    def wrap(f):
+        return JITFunction(f, do_not_specialize, debug, noinline, repr, launch_metadata)
+    return wrap(fn) if fn is not None else wrap
+
+
+def _exit_on_user_error(exc_type, exc, tb):
+    """Print tritonpu's user-facing errors without an internal traceback."""
+    from tritonpu.errors import TritonpuError
+    if isinstance(exc, TritonpuError):
+        print(f"{type(exc).__name__}: {exc}", file=sys.stderr)
+        return
+    sys.__excepthook__(exc_type, exc, tb)
