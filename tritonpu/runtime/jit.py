@@ -11,14 +11,13 @@ import ast
 import hashlib
 import inspect
 import os
-import sys
 import time
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from tritonpu import __version__
-from tritonpu.errors import CompilationError, LaunchError
+from tritonpu.errors import CompilationError, LaunchError, TritonpuError
 from tritonpu.frontend.codegen import SourceInfo, generate, parse_function_ast
 from tritonpu.ir import Function, parse_function, print_function, verify
 from tritonpu.ir import types as T
@@ -241,6 +240,13 @@ class JITFunction:
         return kernel
 
     def run(self, *args, grid, warmup=False, **kwargs) -> LaunchHandle:
+        try:
+            return self._run(args, kwargs, grid, warmup)
+        except TritonpuError as e:
+            # A user mistake: show where it is in the kernel, not the compiler's own frames.
+            raise e.with_traceback(None) from None
+
+    def _run(self, args, kwargs, grid, warmup) -> LaunchHandle:
         bound, options = self.bind(args, kwargs)
         params, runtime = self.specialize(bound)
         kernel = self.compile(params, options)
@@ -284,12 +290,3 @@ def jit(fn=None, *, do_not_specialize=None, debug=None, noinline=None, repr=None
     def wrap(f):
         return JITFunction(f, do_not_specialize, debug, noinline, repr, launch_metadata)
     return wrap(fn) if fn is not None else wrap
-
-
-def _exit_on_user_error(exc_type, exc, tb):
-    """Print tritonpu's user-facing errors without an internal traceback."""
-    from tritonpu.errors import TritonpuError
-    if isinstance(exc, TritonpuError):
-        print(f"{type(exc).__name__}: {exc}", file=sys.stderr)
-        return
-    sys.__excepthook__(exc_type, exc, tb)

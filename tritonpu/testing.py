@@ -1,0 +1,55 @@
+"""Helpers for kernel scripts and tests, named as in ``triton.testing`` where Triton has them."""
+from __future__ import annotations
+
+import numpy as np
+
+# Default tolerances per dtype: (atol, rtol).
+TOLERANCES = {
+    np.dtype(np.float64): (1e-12, 1e-12),
+    np.dtype(np.float32): (1e-5, 1e-5),
+    np.dtype(np.float16): (1e-3, 1e-3),
+}
+
+
+def tolerance(dtype) -> tuple[float, float]:
+    dtype = np.dtype(dtype)
+    if dtype.kind in "iub":
+        return 0.0, 0.0
+    if dtype.name == "bfloat16":
+        return 1e-2, 1e-2
+    return TOLERANCES.get(dtype, (1e-5, 1e-5))
+
+
+def _as_compare(x, floating: bool) -> np.ndarray:
+    x = np.asarray(x)
+    return x.astype(np.float64) if floating else x
+
+
+def assert_close(actual, expected, atol=None, rtol=None, err_msg: str = "") -> None:
+    """Raise AssertionError unless ``actual`` matches ``expected`` within tolerances
+    (defaults from the actual array's dtype; integers and booleans must match exactly)."""
+    actual = np.asarray(actual)
+    d_atol, d_rtol = tolerance(actual.dtype)
+    floating = actual.dtype.kind not in "iub"
+    np.testing.assert_allclose(_as_compare(actual, floating), _as_compare(expected, floating),
+                               atol=d_atol if atol is None else atol, rtol=d_rtol if rtol is None else rtol,
+                               err_msg=err_msg)
+
+
+def report(name: str, handle, actual, expected, atol=None, rtol=None) -> bool:
+    """Check a kernel's output against numpy and print one line (plus the profile when the
+    backend produced one). Returns True when it matches."""
+    actual = np.asarray(actual)
+    ok = True
+    try:
+        assert_close(actual, expected, atol, rtol)
+    except AssertionError:
+        ok = False
+    a = np.asarray(actual, np.float64)
+    e = np.asarray(expected, np.float64)
+    err = float(np.max(np.abs(a - e))) if a.size else 0.0
+    print(f"{name}: {'OK' if ok else 'MISMATCH'} against numpy (max abs error {err:.3g}, backend {handle.backend})")
+    stats = getattr(handle, "stats", None)
+    if stats is not None and hasattr(stats, "profile_table"):
+        print(stats.profile_table())
+    return ok
