@@ -18,6 +18,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub.required = True
     from tritonpu.runtime.cli import add_run_command
     add_run_command(sub)
+    from tritonpu.passes.cli import add_opt_command
+    add_opt_command(sub)
     try:
         from tritonpu.npu.cli import add_asm_command
     except ImportError:  # the virtual NPU is optional while it is being built

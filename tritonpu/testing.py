@@ -53,3 +53,40 @@ def report(name: str, handle, actual, expected, atol=None, rtol=None) -> bool:
     if stats is not None and hasattr(stats, "profile_table"):
         print(stats.profile_table())
     return ok
+
+
+def filecheck(text: str, checks: str) -> None:
+    """A small FileCheck: ``CHECK:`` finds the pattern on a later line, ``CHECK-NEXT:`` on the
+    very next line, ``CHECK-NOT:`` asserts the pattern is absent until the next match. Patterns
+    are plain substrings. Raises AssertionError showing the text on failure."""
+    lines = text.splitlines()
+    pos = 0          # index of the next line to search
+    pending_not: list[str] = []
+    for raw in checks.strip().splitlines():
+        raw = raw.strip()
+        if not raw:
+            continue
+        kind, _, pat = raw.partition(":")
+        pat = pat.strip()
+        if kind == "CHECK-NOT":
+            pending_not.append(pat)
+            continue
+        if kind == "CHECK-NEXT":
+            found = pos if pos < len(lines) and pat in lines[pos] else None
+        elif kind == "CHECK":
+            found = next((i for i in range(pos, len(lines)) if pat in lines[i]), None)
+        else:
+            raise ValueError(f"unknown check directive {kind!r}")
+        end = found if found is not None else len(lines)
+        for bad in pending_not:
+            for i in range(pos, end):
+                if bad in lines[i]:
+                    raise AssertionError(f"CHECK-NOT: {bad!r} found on line {i + 1}: {lines[i]!r}\n{text}")
+        pending_not = []
+        if found is None:
+            raise AssertionError(f"{kind}: {pat!r} not found after line {pos}\n{text}")
+        pos = found + 1
+    for bad in pending_not:
+        for i in range(pos, len(lines)):
+            if bad in lines[i]:
+                raise AssertionError(f"CHECK-NOT: {bad!r} found on line {i + 1}: {lines[i]!r}\n{text}")

@@ -1,0 +1,192 @@
+"""Golden tests for the dataflow-IR passes: IR text in, expected IR out (FileCheck-style)."""
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import tritonpu
+import tritonpu.language as tl
+from tritonpu.ir import parse_function, print_function, verify
+from tritonpu.passes import PassError, PassManager
+from tritonpu.testing import filecheck
+
+HEADER = '#f0 = "k.py"\n'
+
+
+def run_passes(text: str, passes: list[str]) -> str:
+    fn = parse_function(HEADER + text)
+    verify(fn)
+    PassManager(passes).run(fn)
+    return print_function(fn)
+
+
+def test_cse_merges_identical_pure_ops_but_not_loads():
+    out = run_passes("""
+func @k(%p: ptr<f32>, %n: i32) {
+  %a = constant {value = 4} : i32 loc(#f0:1:0)
+  %b = constant {value = 4} : i32 loc(#f0:2:0)
+  %c = mul %n, %a : i32 loc(#f0:3:0)
+  %d = mul %n, %b : i32 loc(#f0:4:0)
+  %x = load %p : f32 loc(#f0:5:0)
+  %y = load %p : f32 loc(#f0:6:0)
+  %s = add %c, %d : i32 loc(#f0:7:0)
+  %q = addptr %p, %s : ptr<f32> loc(#f0:8:0)
+  %z = add %x, %y : f32 loc(#f0:9:0)
+  store %q, %z loc(#f0:10:0)
+  return loc(#f0:11:0)
+}
+""", ["cse", "dce"])
+    filecheck(out, """
+CHECK: %a = constant {value = 4} : i32
+CHECK-NOT: constant
+CHECK: %c = mul %n, %a : i32
+CHECK-NOT: mul
+CHECK: %x = load %p : f32
+CHECK-NEXT: %y = load %p : f32
+CHECK-NEXT: %s = add %c, %c : i32
+""")
+
+
+def test_cse_reuses_outer_value_inside_loop_region():
+    out = run_passes("""
+func @k(%p: ptr<i32>, %n: i32) {
+  %z = constant {value = 0} : i32 loc(#f0:1:0)
+  %one = constant {value = 1} : i32 loc(#f0:1:0)
+  %r = for %z, %n, %one, %z {
+  ^bb(%i: i32, %acc: i32):
+    %one2 = constant {value = 1} : i32 loc(#f0:2:0)
+    %t = add %acc, %one2 : i32 loc(#f0:3:0)
+    yield %t loc(#f0:4:0)
+  } : i32 loc(#f0:5:0)
+  store %p, %r loc(#f0:6:0)
+  return loc(#f0:7:0)
+}
+""", ["cse", "dce"])
+    filecheck(out, """
+CHECK: ^bb(%i: i32, %acc: i32):
+CHECK-NEXT: %t = add %acc, %one : i32
+""")
+
+
+def test_dce_removes_unused_pure_ops_and_keeps_effects():
+    out = run_passes("""
+func @k(%p: ptr<f32>, %n: i32) {
+  %a = constant {value = 2.0} : f32 loc(#f0:1:0)
+  %unused = mul %a, %a : f32 loc(#f0:2:0)
+  %x = load %p : f32 loc(#f0:3:0)
+  %z = constant {value = 0} : i32 loc(#f0:4:0)
+  %one = constant {value = 1} : i32 loc(#f0:4:0)
+  %dead = for %z, %n, %one, %a {
+  ^bb(%i: i32, %acc: f32):
+    %t = add %acc, %a : f32 loc(#f0:5:0)
+    yield %t loc(#f0:6:0)
+  } : f32 loc(#f0:7:0)
+  return loc(#f0:8:0)
+}
+""", ["dce"])
+    assert "mul" not in out and "for" not in out and "%a = constant" not in out
+    filecheck(out, "CHECK: %x = load %p : f32\nCHECK-NEXT: return")
+
+
+def test_canonicalize_folds_constants_with_the_language_semantics():
+    out = run_passes("""
+func @k(%p: ptr<i32>, %n: i32) {
+  %a = constant {value = -7} : i32 loc(#f0:1:0)
+  %b = constant {value = 2} : i32 loc(#f0:2:0)
+  %q = div %a, %b : i32 loc(#f0:3:0)
+  %r = rem %a, %b : i32 loc(#f0:4:0)
+  %s = add %q, %r : i32 loc(#f0:5:0)
+  %t = add %n, %s : i32 loc(#f0:6:0)
+  store %p, %t loc(#f0:7:0)
+  return loc(#f0:8:0)
+}
+""", ["canonicalize", "dce"])
+    # C semantics: -7 / 2 = -3, -7 % 2 = -1 -> -4
+    filecheck(out, "CHECK: %s = constant {value = -4} : i32\nCHECK-NEXT: %t = add %n, %s : i32")
+
+
+def test_canonicalize_identities():
+    out = run_passes("""
+func @k(%p: ptr<i32>, %n: i32) {
+  %zero = constant {value = 0} : i32 loc(#f0:1:0)
+  %one = constant {value = 1} : i32 loc(#f0:1:0)
+  %a = add %n, %zero : i32 loc(#f0:2:0)
+  %b = mul %a, %one : i32 loc(#f0:3:0)
+  store %p, %b loc(#f0:4:0)
+  return loc(#f0:5:0)
+}
+""", ["canonicalize", "dce"])
+    filecheck(out, "CHECK: store %p, %n")
+
+
+def test_float_add_zero_is_kept():
+    # -0.0 + 0.0 = +0.0: x + 0.0 is not x for floats.
+    out = run_passes("""
+func @k(%p: ptr<f32>, %x: f32) {
+  %zero = constant {value = 0.0} : f32 loc(#f0:1:0)
+  %a = add %x, %zero : f32 loc(#f0:2:0)
+  store %p, %a loc(#f0:3:0)
+  return loc(#f0:4:0)
+}
+""", ["canonicalize", "dce"])
+    filecheck(out, "CHECK: %a = add %x, %zero : f32")
+
+
+def test_unknown_pass_is_an_error():
+    with pytest.raises(PassError, match="unknown pass 'nope'"):
+        PassManager(["nope"])
+
+
+@tritonpu.jit
+def _affine_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    pid = tl.program_id(0)
+    offs = pid * BLOCK + tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs, mask=offs < n, other=0.0)
+    y = x * 2.0 + (3 * 4 - 11)
+    tl.store(out_ptr + offs, y, mask=offs < n)
+
+
+def test_default_pipeline_keeps_results_unchanged():
+    from tritonpu.ref import evaluator
+    x = np.arange(100, dtype=np.float32)
+    out = np.zeros_like(x)
+    h = _affine_kernel[(4,)](x, out, 100, BLOCK=32, backend="ref")
+    fn = parse_function(h.asm["ir"])
+    PassManager().run(fn)
+    out2 = np.zeros_like(x)
+    evaluator.run(fn, [x, out2, 100], (4, 1, 1))
+    np.testing.assert_array_equal(out, x * 2 + 1)
+    np.testing.assert_array_equal(out2, out)
+
+
+def test_opt_cli_runs_passes_on_ir_text(tmp_path):
+    src = tmp_path / "k.ir"
+    src.write_text(HEADER + """
+func @k(%p: ptr<i32>) {
+  %a = constant {value = 3} : i32 loc(#f0:1:0)
+  %b = constant {value = 3} : i32 loc(#f0:2:0)
+  %c = mul %a, %b : i32 loc(#f0:3:0)
+  store %p, %c loc(#f0:4:0)
+  return loc(#f0:5:0)
+}
+""")
+    proc = subprocess.run([sys.executable, "-m", "tritonpu.cli", "opt", str(src), "--print-ir-after=all"],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    filecheck(proc.stdout, """
+CHECK: // ---- IR after canonicalize ----
+CHECK: %c = constant {value = 9} : i32
+CHECK: // ---- IR after cse ----
+CHECK: // ---- IR after dce ----
+CHECK-NOT: %a = constant
+CHECK: store %p, %c
+""")
+
+
+def test_opt_cli_reports_parse_errors_with_line(tmp_path):
+    src = tmp_path / "bad.ir"
+    src.write_text('func @k(%p: ptr<i32>) {\n  %a = frobnicate : i32 loc(#f0:1:0)\n}\n')
+    proc = subprocess.run([sys.executable, "-m", "tritonpu.cli", "opt", str(src)], capture_output=True, text=True)
+    assert proc.returncode == 1
+    assert "line 2" in proc.stderr
