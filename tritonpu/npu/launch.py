@@ -1,0 +1,160 @@
+"""Launch: bind arguments, decode once, run the grid over the cores, collect statistics.
+
+Guarantees: GM parameters are views of the caller's arrays (C-contiguous, dtype as declared; no
+copies, results written in place); grid programs go round-robin over ``cores`` (default: the
+preset's 24) — program p runs on core p mod cores, each core runs its programs in turn with its
+clocks, flags and on-chip memory carried over; a program that runs more than ``max_steps``
+instructions is stopped with a :class:`LaunchError` (never a hang).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from tritonpu.dtypes import SCALARS, from_numpy
+from tritonpu.isa import machine as get_machine
+
+from .errors import LaunchError, NpuError
+from .ops_scalar import to_type
+from .registry import decode
+from .state import State
+from .stats import Stats
+
+
+def normalize_grid(grid):
+    if isinstance(grid, (int, np.integer)):
+        grid = (int(grid),)
+    grid = tuple(int(g) for g in grid)
+    if not 1 <= len(grid) <= 3 or any(g < 1 for g in grid):
+        raise LaunchError(f"grid must be 1 to 3 positive sizes, got {grid}")
+    return grid + (1,) * (3 - len(grid))
+
+
+def make_gm(p, base_dir=None):
+    """The array a standalone run creates for a ``.gm`` declaration."""
+    dt = SCALARS[p.dtype].np
+    shape = p.shape
+    init = p.init
+    n = int(np.prod(shape))
+    if init == "zeros":
+        return np.zeros(shape, dt)
+    if init == "ones":
+        return np.ones(shape, dt)
+    if init == "arange":
+        return np.arange(n).astype(dt).reshape(shape)
+    if init == "random":
+        rng = np.random.default_rng(p.seed)
+        if dt.kind == "b":
+            return rng.integers(0, 2, shape).astype(dt)
+        if dt.kind in "iu":
+            lo = 0 if dt.kind == "u" else -8
+            return rng.integers(lo, lo + 16, shape).astype(dt)
+        return rng.standard_normal(shape).astype(dt)
+    if isinstance(init, list):
+        if len(init) not in (1, n):
+            raise LaunchError(f".gm {p.name}: {len(init)} initial values for {n} elements")
+        return np.array(init * (n if len(init) == 1 else 1)).astype(dt).reshape(shape)
+    if isinstance(init, tuple) and init[0] == "file":
+        import os
+        path = init[1]
+        if base_dir and not os.path.isabs(path):
+            path = os.path.join(base_dir, path)
+        a = np.load(path)
+        if a.size != n:
+            raise LaunchError(f".gm {p.name}: {path} holds {a.size} elements, expected {n}")
+        return np.ascontiguousarray(a.astype(dt).reshape(shape))
+    raise LaunchError(f".gm {p.name}: bad init {init!r}")
+
+
+def _as_array(name, x):
+    if isinstance(x, np.ndarray):
+        return x
+    if hasattr(x, "__dlpack__"):
+        return np.from_dlpack(x)
+    try:
+        return np.asarray(memoryview(x))
+    except TypeError:
+        raise LaunchError(f"argument {name!r} must be a numpy array (or expose the buffer or "
+                          f"DLPack protocol), got {type(x).__name__}") from None
+
+
+def bind(st, prog, args, base_dir=None):
+    names = {p.name for p in prog.params}
+    extra = set(args) - names
+    if extra:
+        raise LaunchError(f"unknown argument(s) {sorted(extra)}; parameters: "
+                          f"{[p.name for p in prog.params]}")
+    arrays = {}
+    line = st.m.l2_line_bytes
+    for p in prog.params:
+        x = args.get(p.name)
+        if p.kind == "gm":
+            if x is None:
+                if p.declared_by != ".gm":
+                    raise LaunchError(f"missing GM argument {p.name!r}")
+                x = make_gm(p, base_dir)
+            a = _as_array(p.name, x)
+            try:
+                k = from_numpy(a.dtype).name
+            except KeyError:
+                k = str(a.dtype)
+            if k != p.dtype:
+                raise LaunchError(f"argument {p.name!r} has dtype {k}, the kernel declares {p.dtype}")
+            if not a.flags.c_contiguous:
+                raise LaunchError(f"argument {p.name!r} must be C-contiguous (no copy is made)")
+            u8 = a.reshape(-1).view(np.uint8)
+            st.gm[p.name] = u8
+            st.gm_seen[p.name] = np.zeros(u8.size // line + 2, np.bool_)
+            st.gm_read[p.name] = np.zeros(u8.size, np.bool_)
+            st.gm_written[p.name] = np.zeros(u8.size, np.bool_)
+            arrays[p.name] = a
+        else:
+            if x is None:
+                x = p.init
+            if x is None:
+                raise LaunchError(f"missing scalar argument {p.name!r}")
+            if isinstance(x, np.ndarray):
+                x = x.item()
+            st.scalar_args[p.slot] = to_type(x, SCALARS[p.dtype].np)
+    return arrays
+
+
+def launch(prog, args, grid=(1,), machine="ascend910b", sanitize=True, trace=False, cores=None,
+           max_steps=50_000_000, base_dir=None):
+    m = get_machine(machine)
+    grid = normalize_grid(grid)
+    nprog = grid[0] * grid[1] * grid[2]
+    ncores = int(cores) if cores is not None else m.cores
+    if ncores < 1:
+        raise LaunchError(f"cores must be >= 1, got {cores}")
+    used = min(ncores, nprog)
+    st = State(prog, m, sanitize, trace)
+    arrays = bind(st, prog, args, base_dir)
+    st.grid, st.nprog = grid, nprog
+    fns = decode(st, prog)
+    code = prog.code
+    gx, gy = grid[0], grid[1]
+    with np.errstate(all="ignore"):
+        for core in range(used):
+            st.reset_core(core)
+            for pid in range(core, nprog, used):
+                st.start_program(pid, (pid % gx, (pid // gx) % gy, pid // (gx * gy)))
+                _run(fns, code, st, max_steps)
+            st.finish_core()
+    return Stats.from_state(st, prog, arrays, ncores, used)
+
+
+def _run(fns, code, st, max_steps):
+    pc, n, steps = 0, len(fns), 0
+    try:
+        while pc < n:
+            r = fns[pc]()
+            pc = pc + 1 if r is None else r
+            steps += 1
+            if steps > max_steps:
+                raise LaunchError(f"program ran more than {max_steps} instructions (an endless "
+                                  "loop?); raise max_steps if it is meant to")
+    except NpuError as e:
+        raise e.attach(code[min(pc, n - 1)], st.core, st.pid)
+    except Exception as e:
+        raise LaunchError(f"{type(e).__name__}: {e}").attach(code[min(pc, n - 1)], st.core,
+                                                             st.pid) from e

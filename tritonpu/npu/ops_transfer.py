@@ -1,0 +1,258 @@
+"""Transfer families (strided multi-segment copies, gather/scatter) and the cube (``mmad``).
+
+A transfer moves ``nseg`` segments of ``seg_bytes``; segment i starts at ``src + i*src_stride``
+and lands at ``dst + i*dst_stride``.  GM sides are numpy views over the caller's arrays (no
+copies; writes go through).  Every GM byte read or written is marked in a per-parameter byte map
+(the roofline's distinct bytes); GM reads price their beats with the L2 first-touch model.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from . import cycles
+from .errors import LaunchError, MisalignedError
+from .ops_scalar import np_scalar
+from .registry import family
+from .state import M, PIPE_INDEX, getter, npdt, vec_operand
+
+U8 = np.dtype(np.uint8)
+BOOL = np.dtype(np.bool_)
+F32 = np.dtype(np.float32)
+I32 = np.dtype(np.int32)
+_ATOMIC = {"add": np.add, "max": np.maximum, "min": np.minimum}
+_ATOMIC_AT = {"add": np.add.at, "max": np.maximum.at, "min": np.minimum.at}
+
+
+def _side(st, mem):
+    """(buffer, is_gm, name) of one side of a transfer."""
+    if mem.space == "gm":
+        return st.gm[mem.param], True, mem.param
+    return st.mem[mem.space], False, mem.space
+
+
+def _view(buf, dt, shape, offset, strides):
+    return np.ndarray(shape, dt, buffer=buf, offset=offset, strides=strides)
+
+
+@family("xfer", ["gm->ub", "gm->l1", "l1->l0a", "l1->l0b", "l0c->gm", "l0c->ub", "ub->gm",
+                 "ub->l1", "ub->ub"])
+def _xfer(st, inst, prog):
+    R, tick, m = st.R, st.tick, st.m
+    path = inst.spec.op
+    pipe = PIPE_INDEX[inst.spec.pipe]
+    dmem, smem = inst.args[0], inst.args[1]
+    dbuf, dgm, dname = _side(st, dmem)
+    sbuf, sgm, sname = _side(st, smem)
+    gd, gs = getter(dmem.addr, R), getter(smem.addr, R)
+    g_nseg, g_seg, g_ss, g_ds = (getter(a, R) for a in inst.args[2:6])
+    o = inst.opts
+    conv = path.startswith("l0c")
+    if conv:
+        du, dt = npdt(inst.types[0]), npdt(inst.types[1])
+    else:
+        dt = du = npdt(inst.types[0]) if inst.types else None
+    transpose = "transpose" in o and o["transpose"].value() == 1
+    atomic = o.get("atomic")
+    g_valid = getter(o["valid"], R) if "valid" in o else None
+    pad = np_scalar(o["pad"].value(), dt) if "pad" in o and o["pad"].static else None
+    g_pad = getter(o["pad"], R) if "pad" in o and not o["pad"].static else None
+    race = st.race
+    lpl = m.l2_line_bytes // m.beat_bytes
+    seen = st.gm_seen.get(sname)
+    rmap = st.gm_read.get(sname)
+    wmap = st.gm_written.get(dname)
+
+    def run():
+        nseg, seg, ss, ds = g_nseg(), g_seg(), g_ss(), g_ds()
+        sa, da = gs(), gd()
+        if nseg <= 0 or seg <= 0:
+            tick(pipe, m.paths[path].latency or 1, inst)
+            return
+        rl = seg
+        if g_valid is not None:
+            rl = min(max(g_valid(), 0), seg)
+        if conv:
+            if seg % dt.itemsize:
+                raise MisalignedError(f"seg_bytes {seg} is not a whole number of {inst.types[1]}",
+                                      inst=inst)
+            nel = seg // dt.itemsize
+            dl = nel * du.itemsize
+        else:
+            dl = seg
+        if transpose:
+            eb = dt.itemsize
+            nel = seg // eb
+            s_hi = sa + (nseg - 1) * ss + seg
+            d_hi = da + (nel - 1) * ds + nseg * eb
+        else:
+            s_hi = sa + (nseg - 1) * ss + rl
+            d_hi = da + (nseg - 1) * ds + dl
+        if ss < 0 or ds < 0:
+            raise LaunchError("negative transfer stride", inst=inst)
+        # ---- checks ----
+        if sgm:
+            st.check_gm(sname, sa, s_hi, inst, "read")
+        else:
+            st.check_onchip(sname, sa, s_hi, inst, "read")
+            st.check_align(sname, sa, inst, "source address")
+        if dgm:
+            st.check_gm(dname, da, d_hi, inst, "write")
+        else:
+            st.check_onchip(dname, da, d_hi, inst, "write")
+            st.check_align(dname, da, inst, "destination address")
+        if race is not None:
+            if not sgm:
+                race.access(pipe, sname, sa, s_hi, False, inst)
+            if not dgm:
+                race.access(pipe, dname, da, d_hi, True, inst)
+        # ---- data ----
+        if transpose:
+            src = _view(sbuf, dt, (nseg, nel), sa, (ss, eb))
+            _view(dbuf, dt, (nel, nseg), da, (ds, eb))[...] = src.T
+        elif conv:
+            src = _view(sbuf, dt, (nseg, nel), sa, (ss, dt.itemsize)).astype(du)
+            dst = _view(dbuf, du, (nseg, nel), da, (ds, du.itemsize))
+            if atomic:
+                _ATOMIC[atomic](dst, src, out=dst)
+            else:
+                dst[...] = src
+        elif atomic:
+            eb = dt.itemsize
+            src = _view(sbuf, dt, (nseg, seg // eb), sa, (ss, eb))
+            dst = _view(dbuf, dt, (nseg, seg // eb), da, (ds, eb))
+            _ATOMIC[atomic](dst, src, out=dst)
+        else:
+            if rl > 0:
+                _view(dbuf, U8, (nseg, rl), da, (ds, 1))[...] = _view(sbuf, U8, (nseg, rl), sa, (ss, 1))
+            if rl < seg:
+                eb = dt.itemsize
+                if rl % eb or seg % eb:
+                    raise MisalignedError(f"valid={rl} / seg_bytes={seg} are not whole "
+                                          f"{inst.types[0]} elements", inst=inst)
+                pv = pad if g_pad is None else np_scalar(g_pad(), dt)
+                _view(dbuf, dt, (nseg, (seg - rl) // eb), da + rl, (ds, eb))[...] = pv
+        # ---- cost ----
+        if sgm:
+            starts = sa + np.arange(nseg, dtype=np.int64) * ss if nseg > 1 else (sa,)
+            gran, _ = cycles.granules(starts, rl, m.beat_bytes)
+            cold, warm = cycles.l2_read(seen, gran, lpl)
+            cost = cycles.read_transfer(m, path, cold, warm)
+            if rl > 0:
+                _view(rmap, BOOL, (nseg, rl), sa, (ss, 1))[...] = True
+            st.add_bytes(path, nseg * rl)
+        elif dgm:
+            starts = da + np.arange(nseg, dtype=np.int64) * ds if nseg > 1 else (da,)
+            _, beats = cycles.granules(starts, dl, m.beat_bytes)
+            cost = cycles.write_transfer(m, path, beats)
+            _view(wmap, BOOL, (nseg, dl), da, (ds, 1))[...] = True
+            st.add_bytes(path, nseg * dl)
+        else:
+            cost = cycles.onchip_transfer(m, path, nseg, dl)
+            st.add_bytes(path, nseg * dl)
+        tick(pipe, cost, inst)
+    return run
+
+
+@family("gather", ["gather", "scatter"])
+def _gather(st, inst, prog):
+    R, tick, m = st.R, st.tick, st.m
+    scatter = inst.spec.op == "scatter"
+    path = "ub->gm" if scatter else "gm->ub"
+    pipe = PIPE_INDEX[inst.spec.pipe]
+    gmem, umem = (inst.args[0], inst.args[1]) if scatter else (inst.args[1], inst.args[0])
+    gname = gmem.param
+    gbuf = st.gm[gname]
+    ubuf = st.mem[umem.space]
+    g_g, g_u = getter(gmem.addr, R), getter(umem.addr, R)
+    g_n, g_rb, g_rs, g_us = (getter(a, R) for a in inst.args[3:7])
+    o = inst.opts
+    idt = np.dtype(np.int64) if o.get("idx") == "i64" else I32
+    gidx = vec_operand(st, inst, inst.args[2], idt, pipe, False)
+    gmask = vec_operand(st, inst, o["mask"], U8, pipe, False) if "mask" in o else None
+    et = npdt(inst.types[0]) if inst.types else None
+    atomic = o.get("atomic")
+    pad = getter(o["pad"], R) if "pad" in o else None
+    race = st.race
+    lpl = m.l2_line_bytes // m.beat_bytes
+    seen = st.gm_seen.get(gname)
+    bmap = (st.gm_written if scatter else st.gm_read)[gname]
+
+    def run():
+        n, rb, rs, us = g_n(), g_rb(), g_rs(), g_us()
+        gb, ua = g_g(), g_u()
+        if n <= 0 or rb <= 0:
+            tick(pipe, m.paths[path].latency or 1, inst)
+            return
+        idx = gidx(1, n)[0].astype(np.int64)
+        rows = np.arange(n)
+        sel = None
+        if gmask is not None:
+            sel = gmask(1, n)[0] != 0
+            rows, idx = rows[sel], idx[sel]
+        starts = gb + idx * rs
+        u_hi = ua + (n - 1) * us + rb
+        st.check_onchip(umem.space, ua, u_hi, inst, "write" if not scatter else "read")
+        st.check_align(umem.space, ua, inst)
+        if starts.size:
+            lo, hi = int(starts.min()), int(starts.max()) + rb
+            st.check_gm(gname, lo, hi, inst, "scatter to" if scatter else "gather from")
+        if race is not None:
+            race.access(pipe, umem.space, ua, u_hi, not scatter, inst)
+        uview = _view(ubuf, U8, (n, rb), ua, (us, 1))
+        bidx = starts[:, None] + np.arange(rb)
+        if scatter:
+            if atomic:
+                eb = et.itemsize
+                if rb % eb or (starts % eb).any():
+                    raise MisalignedError(f"atomic scatter rows must be whole aligned {inst.types[0]}",
+                                          inst=inst)
+                tview = _view(ubuf, et, (n, rb // eb), ua, (us, eb))[rows]
+                gt = gbuf[: gbuf.size // eb * eb].view(et)
+                eidx = starts[:, None] // eb + np.arange(rb // eb)
+                _ATOMIC_AT[atomic](gt, eidx, tview)
+            else:
+                gbuf[bidx] = uview[rows]
+        else:
+            uview[rows] = gbuf[bidx]
+            if pad is not None and sel is not None and not sel.all():
+                eb = et.itemsize
+                tv = _view(ubuf, et, (n, rb // eb), ua, (us, eb))
+                tv[~sel] = np_scalar(pad(), et)
+        bmap[bidx] = True
+        gran, beats = cycles.granules(starts, rb, m.beat_bytes)
+        if scatter:
+            cost = cycles.write_transfer(m, path, beats)
+        else:
+            cold, warm = cycles.l2_read(seen, gran, lpl)
+            cost = cycles.read_transfer(m, path, cold, warm)
+        st.add_bytes(path, int(starts.size) * rb)
+        tick(pipe, cost, inst)
+    return run
+
+
+@family("mmad", ["mmad"])
+def _mmad(st, inst, prog):
+    R, tick, m = st.R, st.tick, st.m
+    du, dt = npdt(inst.types[0]), npdt(inst.types[1])
+    tname = inst.types[1]
+    k0 = m.cube_k0[tname]
+    acc = I32 if du == I32 else F32
+    ga = vec_operand(st, inst, inst.args[1], dt, M, False, default_rs=lambda r, c: -(-c // k0) * k0)
+    gb = vec_operand(st, inst, inst.args[2], dt, M, False, default_rs=lambda r, c: -(-c // 16) * 16)
+    gc = vec_operand(st, inst, inst.args[0], du, M, True, default_rs=lambda r, c: -(-c // 16) * 16)
+    g_m, g_k, g_n = (getter(a, R) for a in inst.args[3:6])
+    g_init = getter(inst.opts["init"], R) if "init" in inst.opts else (lambda: 1)
+    macs = st.macs
+
+    def run():
+        mm, k, n = g_m(), g_k(), g_n()
+        a, b, c = ga(mm, k), gb(k, n), gc(mm, n)
+        if mm > 0 and n > 0:
+            prod = np.matmul(a.astype(acc), b.astype(acc)) if k > 0 else np.zeros((mm, n), acc)
+            if g_init():
+                c[...] = prod
+            else:
+                c += prod
+            macs[tname] = macs.get(tname, 0) + mm * k * n
+        tick(M, cycles.mmad(m, tname, mm, k, n), inst)
+    return run

@@ -1,0 +1,106 @@
+"""Race detection between pipes with vector clocks, over address intervals of on-chip memory.
+
+Each pipe P keeps a vector clock ``vc[P]`` (``vc[P][Q]``: how many of Q's instructions P is
+ordered after).  An instruction on P bumps ``vc[P][P]``; ``set_flag`` snapshots the source's
+clock, ``wait_flag`` merges it into the destination's, ``barrier all`` merges every clock.
+Each on-chip access by a pipe other than the scalar unit is recorded per (space, pipe, interval)
+with the pipe's epoch.  An access by pipe P races with a recorded access by pipe Q != P when the
+intervals overlap, at least one of them writes, and ``vc[P][Q] < epoch`` (Q's access is not yet
+ordered before P).  Scalar-unit accesses complete at issue, so they are checked but never
+recorded: every later instruction is ordered after them.
+
+Records are kept per exact interval (a newer access of the same pipe and interval replaces the
+older, which is sound: anything unordered with the older is unordered with the newer) and
+pruned once every pipe that touches the space is ordered after them.
+"""
+from __future__ import annotations
+
+from tritonpu.isa import PIPES
+
+from .errors import RaceError
+
+NPIPES = len(PIPES)
+_PRUNE_AT = 48
+
+
+class RaceTracker:
+    def __init__(self, accessors: dict):
+        # accessors: space -> set of pipe indices (other than S) that access the space
+        self.accessors = {s: sorted(p for p in ps if p != 0) for s, ps in accessors.items()}
+        self.reset()
+
+    def reset(self):
+        self.vc = [[0] * NPIPES for _ in range(NPIPES)]
+        self.s_version = 0                  # bumps whenever the scalar unit's clock row changes
+        self.seen_s = [0] * NPIPES          # the s_version each pipe last merged
+        self.w = {s: [{} for _ in range(NPIPES)] for s in self.accessors}
+        self.r = {s: [{} for _ in range(NPIPES)] for s in self.accessors}
+
+    # ---- ordering events ----------------------------------------------------------------------
+    def snapshot(self, p):
+        return list(self.vc[p])
+
+    def merge(self, p, snap):
+        row = self.vc[p]
+        for i, x in enumerate(snap):
+            if x > row[i]:
+                row[i] = x
+        if p == 0:
+            self.s_version += 1
+
+    def issue(self, p):
+        """Pipe p gets an instruction: bump its epoch; it is ordered after what the scalar unit
+        (which issued it in program order) is ordered after."""
+        row = self.vc[p]
+        row[p] += 1
+        if p and self.seen_s[p] != self.s_version:
+            self.seen_s[p] = self.s_version
+            for i, x in enumerate(self.vc[0]):
+                if x > row[i]:
+                    row[i] = x
+
+    def barrier_all(self):
+        top = [max(col) for col in zip(*self.vc)]
+        for row in self.vc:
+            row[:] = top
+        self.s_version += 1
+
+    # ---- accesses -----------------------------------------------------------------------------
+    def access(self, p, space, lo, hi, write, inst):
+        if hi <= lo:
+            return
+        vcp = self.vc[p]
+        ws, rs = self.w[space], self.r[space]
+        for q in self.accessors[space]:
+            if q == p:
+                continue
+            known = vcp[q]
+            for (a, b), (e, other) in ws[q].items():
+                if e > known and a < hi and lo < b:
+                    self._race(p, q, space, lo, hi, a, b, other, inst,
+                               "write-after-write" if write else "read-after-write")
+            if write:
+                for (a, b), (e, other) in rs[q].items():
+                    if e > known and a < hi and lo < b:
+                        self._race(p, q, space, lo, hi, a, b, other, inst, "write-after-read")
+        if p == 0:
+            return
+        rec = (ws if write else rs)[p]
+        rec[(lo, hi)] = (vcp[p], inst)
+        if len(rec) > _PRUNE_AT:
+            self._prune(space, p, rec)
+
+    def _prune(self, space, p, rec):
+        others = [q for q in self.accessors[space] if q != p]
+        floor = min((self.vc[q][p] for q in others), default=1 << 62)
+        dead = [k for k, (e, _) in rec.items() if e <= floor]
+        for k in dead:
+            del rec[k]
+
+    def _race(self, p, q, space, lo, hi, a, b, other, inst, kind):
+        what = "writes" if kind != "read-after-write" else "reads"
+        theirs = "read" if kind == "write-after-read" else "write"
+        msg = (f"{kind} race on {space}: pipe {PIPES[p]} {what} {space}[{lo:#x}, {hi:#x}) while "
+               f"pipe {PIPES[q]}'s {theirs} of {space}[{a:#x}, {b:#x}) (line {other.line}: "
+               f"{other.text()}) is not ordered before it by a flag or barrier")
+        raise RaceError(msg, inst=inst, addrs={"access": (lo, hi), "other": (a, b)})

@@ -1,0 +1,209 @@
+"""Machine state of a launch and the decode-time helpers the instruction families share.
+
+Cores run one after another (their timing is independent; GM and the L2 model are shared), so a
+launch keeps one set of on-chip memories, registers and pipe clocks, reset per core.  Each
+instruction is decoded once per launch into a closure; operand views are numpy arrays over the
+memories (``np.ndarray(buffer=...)``), built once when addresses are static and cached per
+address otherwise.  ``tick`` is the timing model: the scalar unit issues in program order, one
+cycle each; an instruction on pipe P starts at max(issue, P's clock) and holds P for its cost.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from tritonpu.dtypes import SCALARS
+from tritonpu.isa import PIPES, SPACES
+
+from .errors import MisalignedError, OutOfBoundsError
+from .sanitizer import RaceTracker
+
+NP = len(PIPES)
+PIPE_INDEX = {p: i for i, p in enumerate(PIPES)}
+S, MTE2, MTE1, M, FIX, V, MTE3 = (PIPE_INDEX[p] for p in PIPES)
+
+
+def npdt(name):
+    return SCALARS[name].np
+
+
+class State:
+    def __init__(self, prog, machine, sanitize, trace):
+        self.prog = prog
+        self.m = machine
+        self.sanitize = sanitize
+        self.mem = {s: np.zeros(machine.capacity[s], np.uint8) for s in SPACES}
+        self.gm = {}            # param -> 1-D uint8 view of the caller's array
+        self.gm_seen = {}       # param -> bool per 512 B line read so far (L2 model)
+        self.gm_read = {}       # param -> bool per byte read (roofline)
+        self.gm_written = {}
+        self.R = [0] * prog.nslots
+        self.scalar_args = {}
+        self.trace = [] if trace else None
+        self.race = RaceTracker(_accessors(prog)) if sanitize else None
+        # launch-wide accumulators
+        self.bytes_by_path = {}
+        self.macs = {}
+        self.stalls = {}
+        self.core_cycles = []
+        self.busy_by_core = []
+        self.count_by_core = []
+        self.grid = (1, 1, 1)
+        self.block = (0, 0, 0)
+        self.pid = 0
+        self.nprog = 1
+        self.loops = {}         # for-instruction index -> [end, step]
+        self.core = 0
+        self.reset_core(0)
+
+    # ---- per core / per program ----------------------------------------------------------------
+    def reset_core(self, core):
+        self.core = core
+        self.ts = 0
+        self.clk = [0] * NP
+        self.busy = [0] * NP
+        self.cnt = [0] * NP
+        self.flags = {}
+        if self.race is not None:
+            self.race.reset()
+
+    def finish_core(self):
+        end = max([self.ts] + self.clk)
+        self.core_cycles.append(end)
+        self.busy_by_core.append(list(self.busy))
+        self.count_by_core.append(list(self.cnt))
+
+    def start_program(self, pid, block):
+        self.pid, self.block = pid, block
+        R = self.R
+        for i in range(len(R)):
+            R[i] = 0
+        for slot, v in self.scalar_args.items():
+            R[slot] = v
+
+    # ---- timing ---------------------------------------------------------------------------------
+    def tick(self, p, cost, inst):
+        """Issue ``inst`` (1 scalar cycle) into pipe ``p`` for ``cost`` cycles; return its start."""
+        t = self.ts
+        self.cnt[p] += 1
+        if self.race is not None:
+            self.race.issue(p)
+        if p == 0:
+            self.ts = t + cost
+            self.busy[0] += cost
+            if self.trace is not None:
+                self.trace.append((self.core, 0, t, cost, inst.index, self.pid))
+            return t
+        self.ts = t + 1
+        self.busy[0] += 1
+        c = self.clk[p]
+        if c > t:
+            t = c
+        self.clk[p] = t + cost
+        self.busy[p] += cost
+        if self.trace is not None:
+            self.trace.append((self.core, p, t, cost, inst.index, self.pid))
+        return t
+
+    def stall(self, reason, cycles):
+        if cycles > 0:
+            self.stalls[reason] = self.stalls.get(reason, 0) + cycles
+
+    def add_bytes(self, path, n):
+        self.bytes_by_path[path] = self.bytes_by_path.get(path, 0) + n
+
+    # ---- checks ---------------------------------------------------------------------------------
+    def check_onchip(self, space, lo, hi, inst, what="access"):
+        cap = self.m.capacity[space]
+        if lo < 0 or hi > cap:
+            raise OutOfBoundsError(f"{what} {space}[{lo:#x}, {hi:#x}) outside {space.upper()} "
+                                   f"(capacity {cap:#x} bytes)", inst=inst,
+                                   addrs={space: (lo, hi)})
+
+    def check_align(self, space, addr, inst, what="address"):
+        a = self.m.align[space]
+        if self.sanitize and addr % a:
+            raise MisalignedError(f"{what} {space}[{addr:#x}] is not {a}-byte aligned "
+                                  f"({space.upper()} needs {a} B)", inst=inst, addrs={space: addr})
+
+    def check_gm(self, param, lo, hi, inst, what="access"):
+        n = self.gm[param].size
+        if lo < 0 or hi > n:
+            raise OutOfBoundsError(f"{what} {param}[{lo:#x}, {hi:#x}) outside GM parameter "
+                                   f"{param!r} ({n:#x} bytes)", inst=inst,
+                                   addrs={param: (lo, hi)})
+
+
+def _accessors(prog):
+    """space -> pipes (indices) whose instructions touch it: the race tracker's pruning set."""
+    acc = {s: set() for s in SPACES}
+    for inst in prog.code:
+        spec = inst.spec
+        if spec.pipe not in PIPE_INDEX:
+            continue
+        p = PIPE_INDEX[spec.pipe]
+        for a in list(inst.args) + list(inst.opts.values()):
+            sp = getattr(a, "space", None)
+            if sp in acc:
+                acc[sp].add(p)
+    return acc
+
+
+# ---- decode-time helpers --------------------------------------------------------------------
+def getter(v, R):
+    """A Val -> zero-argument function returning its current value."""
+    if v.reg is None:
+        c = v.value()
+        return lambda: c
+    r = v.reg
+    k = v.const + v.symval
+    if k == 0:
+        return lambda: R[r]
+    return lambda: R[r] + k
+
+
+def opt_getter(inst, name, R, default):
+    v = inst.opts.get(name)
+    if v is None:
+        return (lambda: default), True
+    return getter(v, R), v.static
+
+
+def vec_operand(st, inst, mem, dt, pipe, write, default_rs=None):
+    """A vector/cube operand: ``get(rows, cols) -> ndarray view (rows, cols)`` of ``dt`` with the
+    operand's row/column strides (elements); checks bounds and alignment once per address and
+    reports every access to the race detector."""
+    space = mem.space
+    buf = st.mem[space]
+    eb = dt.itemsize
+    R = st.R
+    addr_g = getter(mem.addr, R)
+    rs_g = getter(mem.strides[0], R) if len(mem.strides) > 0 else None
+    cs_g = getter(mem.strides[1], R) if len(mem.strides) > 1 else None
+    race = st.race
+    cache = {}
+
+    def get(rows, cols):
+        addr = addr_g()
+        rs = rs_g() if rs_g is not None else (default_rs(rows, cols) if default_rs else cols)
+        cs = cs_g() if cs_g is not None else 1
+        key = (addr, rows, cols, rs, cs)
+        hit = cache.get(key)
+        if hit is None:
+            if rows <= 0 or cols <= 0:
+                hit = (np.zeros((max(rows, 0), max(cols, 0)), dt), addr, addr)
+            else:
+                if rs < 0 or cs < 0:
+                    raise OutOfBoundsError(f"negative stride in {mem}", inst=inst)
+                hi = addr + ((rows - 1) * rs + (cols - 1) * cs + 1) * eb
+                st.check_onchip(space, addr, hi, inst)
+                st.check_align(space, addr, inst)
+                v = np.ndarray((rows, cols), dt, buffer=buf, offset=addr, strides=(rs * eb, cs * eb))
+                hit = (v, addr, hi)
+            if len(cache) > 64:
+                cache.clear()
+            cache[key] = hit
+        if race is not None:
+            race.access(pipe, space, hit[1], hit[2], write, inst)
+        return hit[0]
+
+    return get
