@@ -577,7 +577,19 @@ class CodeGenerator(ast.NodeVisitor):
         if fn in _PY_BUILTINS.values() or isinstance(fn, tl.dtype) or (
                 isinstance(fn, (pytypes.BuiltinMethodType, pytypes.MethodWrapperType))
                 and isinstance(getattr(fn, "__self__", None), (str, tuple, list, dict, int, float))):
-            if any(isinstance(a, tensor) for a in list(args) + list(kwargs.values())) and fn is not print:
+            has_tensor = any(isinstance(a, tensor) for a in list(args) + list(kwargs.values()))
+            if has_tensor and fn in (builtins.min, builtins.max) and len(args) >= 2 and not kwargs:
+                # As in Triton, min/max of runtime values are tl.minimum/tl.maximum.
+                combine = S.minimum if fn is builtins.min else S.maximum
+                result = args[0]
+                for a in args[1:]:
+                    result = combine(result, a)
+                return result
+            if has_tensor and fn is print:
+                from tritonpu.language.functions import device_print
+                return device_print(" ".join(str(a) for a in args if not isinstance(a, tensor)) + " ",
+                                    *[a for a in args if isinstance(a, tensor)])
+            if has_tensor:
                 name = getattr(fn, "__name__", str(fn))
                 hint = {"min": "tl.minimum", "max": "tl.maximum", "abs": "tl.abs"}.get(name)
                 raise self.error(node, f"Python's {name}() cannot take runtime tensors"
