@@ -9,6 +9,7 @@ the frontend installs an IR builder in ``_state`` and every builtin appends ops 
 """
 from __future__ import annotations
 
+import builtins
 import functools
 import threading
 
@@ -21,6 +22,7 @@ class _State(threading.local):
 
 
 _state = _State()
+_builtin_range = builtins.range   # `range` below is tl.range
 
 
 class SemanticError(Exception):
@@ -379,7 +381,7 @@ class tensor:
     @property
     def T(self):
         from tritonpu.language import semantic
-        return semantic.permute(self, list(reversed(range(len(self.shape)))))
+        return semantic.permute(self, list(reversed(_builtin_range(len(self.shape)))))
 
     def __getattr__(self, name):
         # x.sum(), x.exp(), x.reshape(...) ...: the builtin of that name with x first.
