@@ -45,9 +45,10 @@ COST_RULES = {
     "vector_slow": "rows * ceil(cols*elem_bytes/256) repeats, 2 cycles each.",
     "vector_reduce": "rows * ceil(cols*elem_bytes/256) repeats + ceil(log2(n)) steps, n the reduced "
                      "length (cols for axis=1, rows for axis=0).",
-    "transfer": "path latency + sum over segments of ceil-32 B beats (GM side: 32 B granules the "
-                "segment touches) at the path rate; GM reads: beats of a 512 B line read for the "
-                "first time in the launch at DDR 32 B/cycle, else L2 110 B/cycle; total rounded up.",
+    "transfer": "path latency + sum over segments of 32 B beats (GM side: the 32 B granules the "
+                "segment touches; on chip: ceil(bytes/32)) at the path rate, total rounded up; GM "
+                "reads: a beat in a 512 B line not read before in the launch (by an earlier "
+                "transfer or an earlier segment) at DDR 32 B/cycle, else at L2 110 B/cycle.",
     "gather": "as transfer, one segment per row (masked-off rows move nothing).",
     "mmad": "ceil(m/16) * ceil(n/16) * ceil(k/K0) cycles, K0 = 16 f16/bf16, 8 f32, 32 i8; "
             "m*k*n MACs count for the roofline.",

@@ -288,6 +288,8 @@ class _Assembler:
                 self.err(f"{spec.name}: pad= needs an element type suffix", node)
             if "valid" in o and "pad" not in o:
                 self.err(f"{spec.name}: valid= needs pad=", node)
+        if spec.impl == "mmad" and (types[0] == "i32") != (types[1] == "i8"):
+            self.err("mmad: i8 inputs accumulate in i32, float inputs in f32", node)
         if spec.impl in ("vreduce", "vscan") and "axis" in o:
             if not (o["axis"].static and o["axis"].value() in (0, 1)):
                 self.err("axis= takes 0 or 1", node)

@@ -93,30 +93,38 @@ COSTS = {
 
 # ---- GM side: beats per segment and the L2 first-touch model --------------------------------
 def granules(starts, length, beat=32):
-    """Granule indices (``beat``-byte units) touched by segments ``[s, s+length)``, one array;
-    and the number of beats (granules counted per segment)."""
+    """The ``beat``-byte granules touched by segments ``[s, s+length)`` in order, their number
+    (the beats: granules counted per segment) and the segment of each (None: one segment)."""
     starts = np.asarray(starts, dtype=np.int64)
     if length <= 0 or starts.size == 0:
-        return np.zeros(0, np.int64), 0
+        return np.zeros(0, np.int64), 0, None
     g0 = starts // beat
     g1 = (starts + length - 1) // beat
     cnt = g1 - g0 + 1
     if starts.size == 1:
-        return np.arange(g0[0], g1[0] + 1), int(cnt[0])
+        return np.arange(g0[0], g1[0] + 1), int(cnt[0]), None
     k = int(cnt[0])
     if (cnt == k).all():
-        return (g0[:, None] + np.arange(k)).ravel(), k * starts.size
+        return ((g0[:, None] + np.arange(k)).ravel(), k * starts.size,
+                np.repeat(np.arange(starts.size), k))
     total = int(cnt.sum())
     offs = np.repeat(np.cumsum(cnt) - cnt, cnt)
-    return np.arange(total) - offs + np.repeat(g0, cnt), total
+    return np.arange(total) - offs + np.repeat(g0, cnt), total, np.repeat(np.arange(starts.size), cnt)
 
 
-def l2_read(seen: np.ndarray, gran: np.ndarray, granules_per_line: int):
-    """Split the beats ``gran`` into (cold, warm) by their line's first touch; mark the lines."""
+def l2_read(seen: np.ndarray, gran: np.ndarray, seg, granules_per_line: int):
+    """Split the beats ``gran`` into (cold, warm) and mark their lines as read.
+
+    A beat is cold when its 512 B line was not read earlier in the launch — neither by an
+    earlier transfer nor by an earlier segment of this one (a segment reads each of its lines
+    once, so all its beats in a new line are cold)."""
     if gran.size == 0:
         return 0, 0
     lines = gran // granules_per_line
-    cold_mask = ~seen[lines]
-    cold = int(np.count_nonzero(cold_mask))
+    new = ~seen[lines]
+    if seg is not None and new.any():
+        _, first, inv = np.unique(lines, return_index=True, return_inverse=True)
+        new &= seg[first][inv] == seg
+    cold = int(np.count_nonzero(new))
     seen[lines] = True
     return cold, int(gran.size) - cold

@@ -134,15 +134,15 @@ def _xfer(st, inst, prog):
         # ---- cost ----
         if sgm:
             starts = sa + np.arange(nseg, dtype=np.int64) * ss if nseg > 1 else (sa,)
-            gran, _ = cycles.granules(starts, rl, m.beat_bytes)
-            cold, warm = cycles.l2_read(seen, gran, lpl)
+            gran, _, segs = cycles.granules(starts, rl, m.beat_bytes)
+            cold, warm = cycles.l2_read(seen, gran, segs, lpl)
             cost = cycles.read_transfer(m, path, cold, warm)
             if rl > 0:
                 _view(rmap, BOOL, (nseg, rl), sa, (ss, 1))[...] = True
             st.add_bytes(path, nseg * rl)
         elif dgm:
             starts = da + np.arange(nseg, dtype=np.int64) * ds if nseg > 1 else (da,)
-            _, beats = cycles.granules(starts, dl, m.beat_bytes)
+            _, beats, _ = cycles.granules(starts, dl, m.beat_bytes)
             cost = cycles.write_transfer(m, path, beats)
             _view(wmap, BOOL, (nseg, dl), da, (ds, 1))[...] = True
             st.add_bytes(path, nseg * dl)
@@ -219,11 +219,11 @@ def _gather(st, inst, prog):
                 tv = _view(ubuf, et, (n, rb // eb), ua, (us, eb))
                 tv[~sel] = np_scalar(pad(), et)
         bmap[bidx] = True
-        gran, beats = cycles.granules(starts, rb, m.beat_bytes)
+        gran, beats, segs = cycles.granules(starts, rb, m.beat_bytes)
         if scatter:
             cost = cycles.write_transfer(m, path, beats)
         else:
-            cold, warm = cycles.l2_read(seen, gran, lpl)
+            cold, warm = cycles.l2_read(seen, gran, segs, lpl)
             cost = cycles.read_transfer(m, path, cold, warm)
         st.add_bytes(path, int(starts.size) * rb)
         tick(pipe, cost, inst)
