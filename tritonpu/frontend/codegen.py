@@ -86,6 +86,16 @@ def _assigned_names(stmts) -> list[str]:
     return out
 
 
+def _fits(v, dt) -> bool:
+    """Whether the Python number ``v`` converts to dtype ``dt`` without changing its value."""
+    if dt.is_floating():
+        return True
+    if isinstance(v, bool) or not isinstance(v, int):
+        return dt.is_bool() and isinstance(v, bool)
+    lo, hi = S._int_range(dt)
+    return not dt.is_bool() and lo <= v <= hi
+
+
 def _contains_return(stmts) -> bool:
     return any(isinstance(n, ast.Return) for s in stmts for n in ast.walk(s))
 
@@ -103,6 +113,7 @@ class CodeGenerator(ast.NodeVisitor):
         self.globals = globals_
         self.call_stack = call_stack
         self.ret = None
+        self.ret_node = None
         self.returned = False
 
     # -- plumbing ------------------------------------------------------------------------------
@@ -167,6 +178,7 @@ class CodeGenerator(ast.NodeVisitor):
 
     def visit_Return(self, node):
         self.ret = self.visit(node.value) if node.value is not None else None
+        self.ret_node = node
         self.returned = True
 
     def _bind(self, target, value, node):
@@ -273,13 +285,16 @@ class CodeGenerator(ast.NodeVisitor):
             self.scope[name] = tensor(res, res.type)
 
     def _materialize(self, region: Region, v, like) -> tensor:
-        """``v`` as a tensor created inside ``region`` (numbers take the other side's dtype)."""
+        """``v`` as a tensor created inside ``region``. A number takes the other side's dtype when that
+        loses nothing (an int for an int type it fits, any number for a float type); otherwise it
+        keeps its own type (i32 / f32 ...), so a mismatch is reported as in Triton instead of
+        silently converting 2.5 to 2."""
         if isinstance(v, tensor):
             return v
         saved = self.builder.region
         self.builder.region = region
         try:
-            if isinstance(like, tensor) and not like.ty.is_block:
+            if isinstance(like, tensor) and not like.ty.is_block and _fits(v, like.dtype):
                 return S.scalar_constant(v, like.dtype)
             return S.to_tensor(v)
         finally:
@@ -437,6 +452,8 @@ class CodeGenerator(ast.NodeVisitor):
             return v
         if callable(v) and getattr(v, "__module__", "").startswith(("tritonpu", "triton")):
             return v
+        if isinstance(v, (pytypes.FunctionType, pytypes.BuiltinFunctionType)):
+            return v          # calling it is rejected by `call`, with a hint to use @jit
         raise self.error(node, f"cannot use global `{node.id}` of type {type(v).__name__} inside a kernel; "
                                "only constexpr values (annotate with tl.constexpr), dtypes, modules and @jit "
                                "functions can be used")
@@ -628,6 +645,9 @@ def parse_function_ast(jitfn) -> ast.FunctionDef:
 def generate_body(jitfn, builder: Builder, scope: dict, call_stack: tuple):
     gen = CodeGenerator(jitfn, jitfn.src, builder, scope, jitfn.fn.__globals__, call_stack)
     gen.visit(jitfn.ast)
+    if len(call_stack) == 1 and gen.ret is not None:
+        raise gen.error(gen.ret_node, f"a kernel cannot return a value (`{jitfn.__name__}` returns one); "
+                                      "write results with tl.store")
     return gen.ret
 
 
