@@ -31,9 +31,9 @@ def cdt(dt):
 def _c_div(a, b):
     if a.dtype.kind == "u":
         return np.floor_divide(a, b)
-    q = np.floor_divide(a, b)
+    q = np.floor_divide(a, b)                  # x // 0 = 0 in numpy
     r = np.subtract(a, np.multiply(q, b))
-    return q + ((r != 0) & ((r < 0) != (np.asarray(b) < 0))).astype(q.dtype)
+    return q + ((r != 0) & ((np.asarray(a) < 0) != (np.asarray(b) < 0))).astype(q.dtype)
 
 
 def _binary(op, is_float):

@@ -1,0 +1,621 @@
+"""Every instruction's semantics against numpy (the last test checks that none is missing)."""
+from __future__ import annotations
+
+import math
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+from npu_helpers import run_scalar, run_vec, tname
+from tritonpu.dtypes import SCALARS
+from tritonpu.isa import INSTRUCTIONS
+from tritonpu.npu import assemble
+
+COVERED: set[str] = set()
+F32, F16, BF16 = np.dtype(np.float32), np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16)
+HALF = (F16, BF16)
+R, K, S = 3, 37, 40       # rows, cols (ragged), row stride in elements
+
+
+def npd(name):
+    return SCALARS[name].np
+
+
+def cover(*names):
+    COVERED.update(names)
+
+
+def data(dt, n, seed, nonzero=False, small=False):
+    g = np.random.default_rng(seed)
+    dt = np.dtype(dt)
+    if dt.kind == "f" or dt == BF16:
+        x = g.standard_normal(n) * (1 if small else 3)
+        if nonzero:
+            x = np.where(np.abs(x) < 0.1, 0.5, x)
+        return x.astype(dt)
+    lo, hi = (1, 8) if small else ((0, 40) if dt.kind == "u" else (-40, 40))
+    x = g.integers(lo, hi, n)
+    if nonzero:
+        x[x == 0] = 3
+    return x.astype(dt)
+
+
+def tile(x):
+    """The R x K view (row stride S) of a flat array."""
+    return np.lib.stride_tricks.as_strided(x, (R, K), (S * x.itemsize, x.itemsize))
+
+
+def expect_tile(out0, res):
+    exp = out0.copy()
+    tile(exp)[...] = res
+    return exp
+
+
+def in_f32(x):
+    return x.astype(F32) if x.dtype in HALF else x
+
+
+def c_div(a, b):
+    a, b = a.astype(np.int64), b.astype(np.int64)
+    q = np.abs(a) // np.where(b == 0, 1, np.abs(b)) * np.sign(a) * np.sign(b)
+    return np.where(b == 0, 0, q)
+
+
+BIN_REF = {
+    "add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": lambda a, b: a * b,
+    "max": np.maximum, "min": np.minimum, "and": np.bitwise_and, "or": np.bitwise_or,
+    "xor": np.bitwise_xor, "shl": np.left_shift, "shr": np.right_shift,
+}
+
+
+def bin_ref(op, a, b, dt):
+    if dt.kind in "iu":
+        if op in ("div", "floordiv"):
+            return c_div(a, b).astype(dt)
+        if op == "rem":
+            return (a.astype(np.int64) - b.astype(np.int64) * c_div(a, b)).astype(dt)
+        return BIN_REF[op](a, b).astype(dt)
+    a32, b32 = in_f32(a), in_f32(b)
+    r = {"div": lambda: a32 / b32, "rem": lambda: np.fmod(a32, b32),
+         "floordiv": lambda: np.floor(a32 / b32)}.get(op, lambda: BIN_REF[op](a32, b32))()
+    return r.astype(dt)
+
+
+BIN_CASES = []
+for _op, _ts in [("add", "N"), ("sub", "N"), ("mul", "N"), ("div", "N"), ("max", "N"),
+                 ("min", "N"), ("and", "I"), ("or", "I"), ("xor", "I"), ("shl", "I"),
+                 ("shr", "I"), ("rem", "N"), ("floordiv", "N")]:
+    for _dt in (["f32", "f16", "bf16", "i32", "i8", "u16"] if _ts == "N" else ["i32", "i8", "u16", "i64"]):
+        BIN_CASES.append((_op, _dt))
+    cover("v" + _op, "v" + _op + "s")
+
+
+@pytest.mark.parametrize("op,dt", BIN_CASES)
+def test_vector_binary(op, dt):
+    dt = npd(dt)
+    n = R * S
+    small = op in ("shl", "shr")
+    a, b = data(dt, n, 1, small=small and False), data(dt, n, 2, nonzero=True, small=small)
+    out0 = data(dt, n, 3)
+    t = tname(dt)
+    # full tiles, ragged cols, rows as a register
+    out = run_vec(f"    mov s1, {R}\n    v{op}.{t} ub[O, {S}], ub[A, {S}], ub[B, {S}], {K}, rows=s1",
+                  [a, b], out0.copy())
+    np.testing.assert_array_equal(out, expect_tile(out0, bin_ref(op, tile(a), tile(b), dt)))
+    # b broadcast: row stride 0 (one row for all rows)
+    out = run_vec(f"    v{op}.{t} ub[O, {S}], ub[A, {S}], ub[B, 0], {K}, rows={R}", [a, b], out0.copy())
+    np.testing.assert_array_equal(out, expect_tile(out0, bin_ref(op, tile(a), np.broadcast_to(b[:K], (R, K)), dt)))
+    # b per-row scalar: row stride 1, column stride 0 (x - m[:, None])
+    out = run_vec(f"    v{op}.{t} ub[O, {S}], ub[A, {S}], ub[B, 1, 0], {K}, rows={R}", [a, b], out0.copy())
+    col = np.broadcast_to(b[:R, None], (R, K))
+    np.testing.assert_array_equal(out, expect_tile(out0, bin_ref(op, tile(a), col, dt)))
+    # scalar operand (register) and immediate
+    sv = float(b[5]) if dt.kind == "f" or dt == BF16 else int(b[5])
+    lit = repr(sv) if isinstance(sv, float) else str(sv)
+    out = run_vec(f"    mov s2, {lit}\n    v{op}s.{t} ub[O, {S}], ub[A, {S}], s2, {K}, rows={R}",
+                  [a], out0.copy())
+    np.testing.assert_array_equal(out, expect_tile(out0, bin_ref(op, tile(a), np.full((R, K), b[5], dt), dt)))
+
+
+def test_vector_int_division_by_zero_and_c_semantics():
+    a = np.array([7, -7, 7, -7, 5, 0, 0, 0], np.int32)
+    b = np.array([2, 2, -2, -2, 0, 0, 0, 0], np.int32)
+    out = run_vec("    vdiv.i32 ub[O], ub[A], ub[B], 5", [a, b], np.zeros(8, np.int32))
+    assert out[:5].tolist() == [3, -3, -3, 3, 0]
+    out = run_vec("    vrem.i32 ub[O], ub[A], ub[B], 5", [a, b], np.zeros(8, np.int32))
+    assert out[:5].tolist() == [1, -1, 1, -1, 0]
+    out = run_vec("    vadd.i8 ub[O], ub[A], ub[A], 2", [np.array([100, -100], np.int8)], np.zeros(2, np.int8))
+    assert out.tolist() == [-56, 56]                                    # wraps
+
+
+@pytest.mark.parametrize("op", ["rsub", "rdiv"])
+@pytest.mark.parametrize("dt", ["f32", "f16", "i32"])
+def test_vector_reversed_scalar(op, dt):
+    dt = npd(dt)
+    a = data(dt, 64, 1, nonzero=True)
+    out = run_vec(f"    v{op}s.{tname(dt)} ub[O], ub[A], 10, 64", [a], np.zeros(64, dt))
+    s = np.full(64, 10, dt)
+    ref = bin_ref("sub" if op == "rsub" else "div", s, a, dt)
+    np.testing.assert_array_equal(out, ref)
+    cover("v" + op + "s")
+
+
+def _erf(x):
+    return np.vectorize(math.erf, otypes=[np.float64])(x)
+
+
+UN_REF = {
+    "exp": np.exp, "exp2": np.exp2, "log": lambda x: np.log(np.abs(x)), "log2": lambda x: np.log2(np.abs(x)),
+    "sqrt": lambda x: np.sqrt(np.abs(x)), "rsqrt": lambda x: 1 / np.sqrt(np.abs(x)), "abs": np.abs,
+    "neg": np.negative, "sin": np.sin, "cos": np.cos, "floor": np.floor, "ceil": np.ceil,
+    "erf": lambda x: _erf(x).astype(x.dtype), "recip": lambda x: 1 / x, "tanh": np.tanh,
+    "sigmoid": lambda x: 1 / (1 + np.exp(-x)), "not": np.invert, "relu": lambda x: np.maximum(x, 0),
+    "mov": lambda x: x,
+}
+UN_CASES = []
+for _op in UN_REF:
+    for _dt in (["i32", "i8"] if _op == "not" else ["f32", "f16", "bf16"]
+                + (["i32"] if _op in ("abs", "neg", "relu", "mov") else [])):
+        UN_CASES.append((_op, _dt))
+    cover("v" + _op)
+
+
+@pytest.mark.parametrize("op,dt", UN_CASES)
+def test_vector_unary(op, dt):
+    dt = npd(dt)
+    n = R * S
+    a = data(dt, n, 4, nonzero=op == "recip", small=True)
+    if op in ("log", "log2", "sqrt", "rsqrt"):
+        a = np.abs(a) + dt.type(0.5) if dt.kind == "f" or dt == BF16 else a
+    out0 = data(dt, n, 5)
+    out = run_vec(f"    v{op}.{tname(dt)} ub[O, {S}], ub[A, {S}], {K}, rows={R}", [a], out0.copy())
+    x = tile(a)
+    xf = in_f32(x)
+    ref = UN_REF[op](xf).astype(dt)
+    np.testing.assert_array_equal(out, expect_tile(out0, ref))
+
+
+CMP = {"eq": np.equal, "ne": np.not_equal, "lt": np.less, "le": np.less_equal,
+       "gt": np.greater, "ge": np.greater_equal}
+
+
+@pytest.mark.parametrize("c", list(CMP))
+@pytest.mark.parametrize("dt", ["f32", "f16", "i32", "u8"])
+def test_vector_compare(c, dt):
+    dt = npd(dt)
+    a = data(dt, 64, 6, small=True)
+    b = a.copy()
+    b[::3] = data(dt, 64, 7, small=True)[::3]
+    out = run_vec(f"    vcmp.{c}.{tname(dt)} ub[O], ub[A], ub[B], 64", [a, b], np.full(64, 9, np.uint8))
+    np.testing.assert_array_equal(out, CMP[c](a, b).astype(np.uint8))
+    s = a[10]
+    lit = repr(float(s)) if dt.kind == "f" else str(int(s))
+    out = run_vec(f"    vcmps.{c}.{tname(dt)} ub[O], ub[A], {lit}, 60", [a], np.full(64, 9, np.uint8))
+    np.testing.assert_array_equal(out[:60], CMP[c](a, s)[:60].astype(np.uint8))
+    assert (out[60:] == 9).all()
+    cover(f"vcmp.{c}", f"vcmps.{c}")
+
+
+@pytest.mark.parametrize("dt", ["f32", "bf16", "i16", "i1"])
+def test_vector_select(dt):
+    dt = npd(dt)
+    g = np.random.default_rng(8)
+    m = g.integers(0, 2, 64).astype(np.uint8)
+    a = (g.integers(0, 2, 64) if dt.kind == "b" else data(dt, 64, 9)).astype(dt)
+    b = (g.integers(0, 2, 64) if dt.kind == "b" else data(dt, 64, 10)).astype(dt)
+    t = tname(dt)
+    out = run_vec(f"    vsel.{t} ub[O], ub[C], ub[A], ub[B], 64", [a, b, m], np.zeros(64, dt))
+    np.testing.assert_array_equal(out, np.where(m != 0, a, b))
+    out = run_vec(f"    vsels.{t} ub[O], ub[C], ub[A], 1, 64", [a, b, m], np.zeros(64, dt))
+    np.testing.assert_array_equal(out, np.where(m != 0, a, np.ones(64, dt)))
+    cover("vsel", "vsels")
+
+
+CASTS = [("f16", "f32"), ("bf16", "f32"), ("f32", "f16"), ("f32", "bf16"), ("i32", "f32"),
+         ("i8", "f32"), ("f32", "i32"), ("f16", "i32"), ("i8", "i32"), ("u8", "i16"),
+         ("i1", "f32"), ("i32", "bf16"), ("bf16", "i8"), ("f64", "f32"), ("i64", "i32")]
+
+
+@pytest.mark.parametrize("u,t", CASTS)
+def test_vector_cast(u, t):
+    du, dt = npd(u), npd(t)
+    g = np.random.default_rng(11)
+    x = (g.standard_normal(64) * 50).astype(dt) if dt.kind == "f" or dt == BF16 else \
+        g.integers(-300, 300, 64).astype(dt)
+    out = run_vec(f"    vcast.{u}.{t} ub[O], ub[A], 64", [x], np.zeros(64, du))
+    if du.kind == "b":
+        ref = x != 0
+    elif du.kind in "iu" and (dt.kind == "f" or dt == BF16):
+        ref = np.trunc(x.astype(np.float64)).astype(np.int64).astype(du)   # C truncation, wrap
+    else:
+        ref = x.astype(np.float64).astype(du) if du.kind == "f" or du == BF16 else x.astype(du)
+    np.testing.assert_array_equal(out, ref)
+    cover("vcast")
+
+
+def test_vector_cast_rounding_is_nearest_even():
+    x = np.array([1 + 2 ** -11, 1 + 3 * 2 ** -11, 65520.0, -2.5], np.float32)
+    out = run_vec("    vcast.f16.f32 ub[O], ub[A], 4", [x], np.zeros(4, np.float16))
+    assert out.tolist() == [1.0, 1 + 2 ** -9, float("inf"), -2.5]
+    out = run_vec("    vcast.i32.f32 ub[O], ub[A], 4", [np.array([2.7, -2.7, 0.5, -0.5], np.float32)],
+                  np.zeros(4, np.int32))
+    assert out.tolist() == [2, -2, 0, 0]
+
+
+@pytest.mark.parametrize("dt", ["f32", "f16", "i32", "i8", "i1"])
+def test_vector_dup_and_arange(dt):
+    dt = npd(dt)
+    out0 = np.zeros(R * S, dt)
+    out = run_vec(f"    mov s3, 5\n    vdup.{tname(dt)} ub[O, {S}], s3, {K}, rows={R}", [], out0.copy())
+    np.testing.assert_array_equal(out, expect_tile(out0, np.full((R, K), 5).astype(dt)))
+    cover("vdup")
+    if dt.kind != "b":
+        out = run_vec(f"    varange.{tname(dt)} ub[O, {S}], -3, {K}, rows={R}", [], out0.copy())
+        np.testing.assert_array_equal(out, expect_tile(out0, np.broadcast_to(np.arange(-3, K - 3), (R, K)).astype(dt)))
+        cover("varange")
+
+
+RED = {"sum": np.sum, "max": np.max, "min": np.min, "argmax": np.argmax, "argmin": np.argmin}
+
+
+@pytest.mark.parametrize("op", list(RED))
+@pytest.mark.parametrize("dt", ["f32", "f16", "i32", "i8"])
+def test_vector_reduce(op, dt):
+    dt = npd(dt)
+    a = data(dt, R * S, 12, small=dt.kind == "i")
+    a[S + 3] = a[S + 9] = a[S: S + K].max()          # a tie: argmax returns the first index
+    odt = np.dtype(np.int32) if op.startswith("arg") else dt
+    out = run_vec(f"    vreduce.{op}.{tname(dt)} ub[O], ub[A, {S}], {K}, rows={R}", [a], np.full(8, 7, odt))
+    x = in_f32(tile(a))
+    ref = (RED[op](x, axis=1, dtype=dt) if op == "sum" and dt.kind in "iu" else RED[op](x, axis=1))
+    np.testing.assert_array_equal(out[:R], np.asarray(ref).astype(odt))
+    assert (out[R:] == 7).all()
+    if not op.startswith("arg"):
+        out = run_vec(f"    vreduce.{op}.{tname(dt)} ub[O], ub[A, {S}], {K}, rows={R}, axis=0", [a],
+                      np.zeros(K, dt))
+        ref0 = RED[op](x, axis=0, dtype=dt) if op == "sum" and dt.kind in "iu" else RED[op](x, axis=0)
+        np.testing.assert_array_equal(out, np.asarray(ref0).astype(dt))
+    cover("vreduce." + op)
+
+
+@pytest.mark.parametrize("op", ["cumsum", "cumprod"])
+@pytest.mark.parametrize("dt", ["f32", "f16", "i32"])
+@pytest.mark.parametrize("axis", [1, 0])
+def test_vector_scan(op, dt, axis):
+    dt = npd(dt)
+    a = data(dt, R * S, 13, small=True)
+    out0 = np.zeros(R * S, dt)
+    out = run_vec(f"    v{op}.{tname(dt)} ub[O, {S}], ub[A, {S}], {K}, rows={R}, axis={axis}", [a], out0.copy())
+    f = np.cumsum if op == "cumsum" else np.cumprod
+    ref = f(in_f32(tile(a)), axis=axis, dtype=F32 if dt in HALF else dt).astype(dt)
+    np.testing.assert_array_equal(out, expect_tile(out0, ref))
+    cover("v" + op)
+
+
+def test_vector_transpose():
+    a = np.arange(R * S, dtype=np.float32)
+    out = run_vec(f"    vtranspose.f32 ub[O], ub[A, {S}], {K}, rows={R}", [a], np.zeros(K * R, np.float32))
+    np.testing.assert_array_equal(out.reshape(K, R), tile(a).T)
+    cover("vtranspose")
+
+
+# ================================ transfers ==================================================
+def test_transfers_strided_on_every_path():
+    # GM -> UB with 3 segments of 48 B, strides 100 (GM) and 64 (UB); UB -> UB; UB -> L1 -> ...
+    src = np.arange(512, dtype=np.uint8)
+    out = np.zeros(512, np.uint8)
+    text = """.kernel t
+.param src gm u8
+.param out gm u8
+    mov.gm.ub ub[0], src[4], 3, 48, 100, 64
+    mov.gm.l1 l1[1024], src[0], 2, 32, 256, 32
+    set_flag MTE2, V, 0
+    wait_flag MTE2, V, 0
+    mov.ub.ub ub[4096], ub[0], 3, 48, 64, 96
+    set_flag V, MTE3, 0
+    wait_flag V, MTE3, 0
+    mov.ub.gm out[0], ub[4096], 3, 48, 96, 50
+    mov.ub.l1 l1[2048], ub[0], 1, 32, 0, 0
+    set_flag MTE3, MTE2, 0
+    wait_flag MTE3, MTE2, 0
+    set_flag MTE2, MTE1, 0
+    wait_flag MTE2, MTE1, 0
+    mov.l1.l0a l0a[0], l1[1024], 1, 64, 0, 0
+    mov.l1.l0b l0b[512], l1[2048], 1, 32, 0, 0
+    set_flag MTE1, MTE3, 0
+    wait_flag MTE1, MTE3, 0
+"""
+    assemble(text).run(dict(src=src, out=out))
+    exp = np.zeros(512, np.uint8)
+    for i in range(3):
+        exp[i * 50: i * 50 + 48] = src[4 + i * 100: 4 + i * 100 + 48]
+    np.testing.assert_array_equal(out, exp)
+    cover("mov.gm.ub", "mov.gm.l1", "mov.ub.ub", "mov.ub.gm", "mov.ub.l1", "mov.l1.l0a", "mov.l1.l0b")
+
+
+def test_transfer_pad_masked_load():
+    x = np.arange(1, 41, dtype=np.float32)
+    out = np.zeros(64, np.float32)
+    body = """.kernel t
+.param x gm f32
+.param out gm f32
+    mov s1, 20
+    mov.gm.ub.f32 ub[0], x[0], 2, 128, 80, 128, valid=s1, pad=-inf
+    set_flag MTE2, MTE3, 0
+    wait_flag MTE2, MTE3, 0
+    mov.ub.gm out[0], ub[0], 1, 256, 0, 0
+"""
+    assemble(body).run(dict(x=x, out=out))
+    exp = np.full(64, -np.inf, np.float32)
+    exp[0:5] = x[0:5]
+    exp[32:37] = x[20:25]
+    np.testing.assert_array_equal(out, exp)
+
+
+def test_transfer_l1_to_l0_transpose_and_mmad():
+    g = np.random.default_rng(20)
+    for tin, acc, k0 in [("f16", "f32", 16), ("bf16", "f32", 16), ("f32", "f32", 8), ("i8", "i32", 32)]:
+        dt = npd(tin)
+        m, k, n = 20, 40, 24
+        kp, npad = -(-k // k0) * k0, 32
+        a = (g.integers(-5, 5, (m, k)) if dt.kind == "i" else g.standard_normal((m, k))).astype(dt)
+        bt = (g.integers(-5, 5, (n, k)) if dt.kind == "i" else g.standard_normal((n, k))).astype(dt)
+        c = np.zeros((m, n), npd(acc))
+        eb = dt.itemsize
+        text = f""".kernel t
+.param a gm {tin}
+.param bt gm {tin}
+.param c gm {acc}
+    mov.gm.l1 l1[0], a[0], {m}, {k * eb}, {k * eb}, {kp * eb}
+    mov.gm.l1 l1[65536], bt[0], {n}, {k * eb}, {k * eb}, {k * eb}
+    set_flag MTE2, MTE1, 0
+    wait_flag MTE2, MTE1, 0
+    mov.l1.l0a l0a[0], l1[0], 1, {m * kp * eb}, 0, 0
+    mov.l1.l0b.{tin} l0b[0], l1[65536], {n}, {k * eb}, {k * eb}, {npad * eb}, transpose=1
+    set_flag MTE1, M, 0
+    wait_flag MTE1, M, 0
+    mmad.{acc}.{tin} l0c[0], l0a[0], l0b[0], {m}, {k}, {n}, init=1
+    mmad.{acc}.{tin} l0c[0], l0a[0], l0b[0], {m}, {k}, {n}, init=0
+    set_flag M, FIX, 0
+    wait_flag M, FIX, 0
+    mov.l0c.gm.{acc}.{acc} c[0], l0c[0], {m}, {n * 4}, {npad * 4}, {n * 4}
+"""
+        assemble(text).run(dict(a=a, bt=bt, c=c))
+        wide = np.int64 if dt.kind == "i" else np.float64
+        ref = 2 * (a.astype(wide) @ bt.T.astype(wide))
+        if dt.kind == "i":
+            np.testing.assert_array_equal(c, ref)
+        else:
+            np.testing.assert_allclose(c, ref, rtol=1e-5, atol=1e-4)
+    cover("mmad", "mov.l0c.gm")
+
+
+def test_fix_converts_values():
+    # A = I (16x16 f16), B = values -> C = values (f32) -> f16 through FIX to UB and GM (atomic add)
+    vals = (np.random.default_rng(21).standard_normal((16, 16)) * 3).astype(np.float16)
+    eye = np.eye(16, dtype=np.float16)
+    c = np.ones((16, 16), np.float16)
+    u = np.zeros((16, 16), np.float16)
+    text = """.kernel t
+.param eye gm f16
+.param vals gm f16
+.param c gm f16
+.param u gm f16
+    mov.gm.l1 l1[0], eye[0], 1, 512, 0, 0
+    mov.gm.l1 l1[512], vals[0], 1, 512, 0, 0
+    set_flag MTE2, MTE1, 0
+    wait_flag MTE2, MTE1, 0
+    mov.l1.l0a l0a[0], l1[0], 1, 512, 0, 0
+    mov.l1.l0b l0b[0], l1[512], 1, 512, 0, 0
+    set_flag MTE1, M, 0
+    wait_flag MTE1, M, 0
+    mmad.f32.f16 l0c[0], l0a[0], l0b[0], 16, 16, 16
+    set_flag M, FIX, 0
+    wait_flag M, FIX, 0
+    mov.l0c.gm.f16.f32 c[0], l0c[0], 16, 64, 64, 32, atomic=add
+    mov.l0c.ub.f16.f32 ub[0], l0c[0], 1, 1024, 0, 0
+    set_flag FIX, MTE3, 0
+    wait_flag FIX, MTE3, 0
+    mov.ub.gm u[0], ub[0], 1, 512, 0, 0
+"""
+    assemble(text).run(dict(eye=eye, vals=vals, c=c, u=u))
+    np.testing.assert_array_equal(u, vals)
+    np.testing.assert_array_equal(c, (vals.astype(np.float16) + np.float16(1)))
+    cover("mov.l0c.ub")
+
+
+@pytest.mark.parametrize("atomic", ["add", "max", "min"])
+def test_ub_to_gm_atomic(atomic):
+    x = np.arange(-8, 8, dtype=np.int32)
+    out = np.full(16, 3, np.int32)
+    text = f""".kernel t
+.param x gm i32
+.param out gm i32
+    mov.gm.ub ub[0], x[0], 1, 64, 0, 0
+    set_flag MTE2, MTE3, 0
+    wait_flag MTE2, MTE3, 0
+    mov.ub.gm.i32 out[0], ub[0], 1, 64, 0, 0, atomic={atomic}
+"""
+    assemble(text).run(dict(x=x, out=out))
+    f = {"add": np.add, "max": np.maximum, "min": np.minimum}[atomic]
+    np.testing.assert_array_equal(out, f(np.full(16, 3, np.int32), x))
+
+
+def test_gather_and_scatter_with_mask_pad_and_atomic():
+    table = np.arange(100 * 4, dtype=np.float32).reshape(100, 4)
+    idx = np.array([5, 99, 0, 5, 42, 7, 7, 1], np.int32)
+    mask = np.array([1, 1, 1, 0, 1, 1, 1, 1], np.uint8)
+    out = np.zeros((8, 4), np.float32)
+    acc = np.zeros((100, 4), np.float32)
+    text = """.kernel t
+.param table gm f32
+.param idx gm i32
+.param mask gm u8
+.param out gm f32
+.param acc gm f32
+    mov.gm.ub ub[0], idx[0], 1, 32, 0, 0
+    mov.gm.ub ub[64], mask[0], 1, 8, 0, 0
+    gather.gm.ub.f32 ub[1024], table[0], ub[0], 8, 16, 16, 32, mask=ub[64], pad=-1.0
+    set_flag MTE2, MTE3, 0
+    wait_flag MTE2, MTE3, 0
+    mov.ub.gm out[0], ub[1024], 8, 16, 32, 16
+    scatter.ub.gm.f32 acc[0], ub[1024], ub[0], 8, 16, 16, 32, atomic=add
+    scatter.ub.gm acc[16], ub[1024], ub[0], 1, 4, 16, 32
+"""
+    assemble(text).run(dict(table=table, idx=idx, mask=mask, out=out, acc=acc))
+    exp = table[idx].copy()
+    exp[3] = -1.0
+    np.testing.assert_array_equal(out, exp)
+    ref = np.zeros((100, 4), np.float32)
+    np.add.at(ref, idx, exp)
+    ref[idx[0] + 1, 0] = exp[0, 0]          # the plain scatter of one 4-byte row at acc[16 + 5*16]
+    np.testing.assert_array_equal(acc, ref)
+    cover("gather.gm.ub", "scatter.ub.gm")
+
+
+# ================================ scalar =====================================================
+SINT = {"add": (7, -3, 4), "sub": (7, -3, 10), "mul": (7, -3, -21), "div": (-7, 2, -3),
+        "rem": (-7, 2, -1), "and": (12, 10, 8), "or": (12, 10, 14), "xor": (12, 10, 6),
+        "shl": (3, 4, 48), "shr": (-16, 2, -4), "min": (3, -4, -4), "max": (3, -4, 3)}
+
+
+@pytest.mark.parametrize("op", list(SINT))
+def test_scalar_int(op):
+    a, b, r = SINT[op]
+    out = run_scalar(f"    mov s1, {a}\n    {op} s2, s1, {b}\n    sst.i64 out[0], s2")
+    assert out[0] == r
+    cover(op)
+
+
+def test_scalar_int_wraps_int64_and_div_by_zero():
+    out = run_scalar("    mov s1, 9223372036854775807\n    add s2, s1, 1\n    sst.i64 out[0], s2\n"
+                     "    div s3, s1, 0\n    sst.i64 out[8], s3\n    rem s3, s1, 0\n    sst.i64 out[16], s3")
+    assert out[:3].tolist() == [-(2 ** 63), 0, 0]
+
+
+SFLOAT = {"fadd": (1.5, 2.25, 3.75), "fsub": (1.5, 2.25, -0.75), "fmul": (1.5, 2.0, 3.0),
+          "fdiv": (1.0, 4.0, 0.25), "fmin": (1.0, -2.0, -2.0), "fmax": (1.0, -2.0, 1.0)}
+SFUN = {"fneg": (2.5, -2.5), "fabs": (-2.5, 2.5), "fsqrt": (6.25, 2.5), "fexp": (1.0, math.e),
+        "flog": (math.e, 1.0), "ffloor": (-2.5, -3.0), "fceil": (-2.5, -2.0)}
+
+
+def test_scalar_float_and_conversions():
+    body = []
+    for i, (op, (a, b, _)) in enumerate(SFLOAT.items()):
+        body += [f"    mov s1, {a!r}", f"    {op} s2, s1, {b!r}", f"    sst.f64 out[{8 * i}], s2"]
+    for j, (op, (a, _)) in enumerate(SFUN.items()):
+        body += [f"    mov s1, {a!r}", f"    {op} s2, s1", f"    sst.f64 out[{8 * (8 + j)}], s2"]
+    body += ["    mov s1, 7", "    itof s2, s1", "    fmul s2, s2, 0.5", "    sst.f64 out[160], s2",
+             "    ftoi s3, s2", "    itof s3, s3", "    sst.f64 out[168], s3",
+             "    mov s4, -3.7", "    ftoi s4, s4", "    itof s4, s4", "    sst.f64 out[176], s4",
+             "    cvt.f16 s5, 0.1", "    sst.f64 out[184], s5",
+             "    cvt.i8 s6, 300", "    itof s6, s6", "    sst.f64 out[192], s6"]
+    out = run_scalar("\n".join(body), n=32, dtype=np.float64)
+    for i, (_, (_, _, r)) in enumerate(SFLOAT.items()):
+        assert out[i] == r
+    for j, (_, (_, r)) in enumerate(SFUN.items()):
+        assert out[8 + j] == pytest.approx(r, rel=1e-15)
+    assert out[20:25].tolist() == [3.5, 3.0, -3.0, float(np.float16(0.1)), 44.0]
+    cover(*SFLOAT, *SFUN, "itof", "ftoi", "cvt", "mov")
+
+
+def test_scalar_compare_select_and_branches():
+    body = []
+    cases = [("eq", 3, 3), ("ne", 3, 3), ("lt", 2, 3), ("le", 3, 3), ("gt", 2, 3), ("ge", 2, 3)]
+    for i, (c, a, b) in enumerate(cases):
+        body += [f"    mov s1, {a}", f"    cmp.{c} s2, s1, {b}", f"    sst.i64 out[{8 * i}], s2",
+                 f"    fcmp.{c} s2, {a}.5, {b}.5", f"    sst.i64 out[{48 + 8 * i}], s2"]
+    body += ["    sel s3, 0, 11, 22", "    sst.i64 out[96], s3"]
+    # branches: count how many of br.* are taken
+    body += ["    mov s10, 0"]
+    for c, a, b in cases:
+        body += [f"    br.{c} {a}, {b}, t_{c}", "    jmp n_{0}".format(c), f"t_{c}:",
+                 "    add s10, s10, 1", f"n_{c}:"]
+    body += ["    sst.i64 out[104], s10", "    jmp skip", "    sst.i64 out[112], s10", "skip:",
+             "    nop", "    exit", "    sst.i64 out[112], s10"]
+    out = run_scalar("\n".join(body), n=16)
+    ref = [int(f(a, b)) for c, a, b in cases for f in [CMP[c]]]
+    assert out[:6].tolist() == ref and out[6:12].tolist() == ref
+    assert out[12] == 22 and out[13] == sum(ref) and out[14] == 0
+    cover(*(f"cmp.{c}" for c, _, _ in cases), *(f"fcmp.{c}" for c, _, _ in cases), "sel",
+          *(f"br.{c}" for c, _, _ in cases), "jmp", "nop", "exit")
+
+
+def test_scalar_loops_nested_and_negative_step():
+    body = """    mov s5, 0
+    for s1, 0, 4, 1
+      for s2, 10, 0, -3
+        add s5, s5, s2
+      endfor
+    endfor
+    sst.i64 out[0], s5
+    for s3, 5, 5, 1
+      add s5, s5, 1000
+    endfor
+    sst.i64 out[8], s5"""
+    out = run_scalar(body)
+    assert out[0] == 4 * (10 + 7 + 4 + 1) and out[1] == out[0]
+    cover("for", "endfor")
+
+
+def test_scalar_loads_stores_block_idx_and_params():
+    x = np.array([1.5, -2.0, 3.25, 4.0], np.float32)
+    out = np.zeros(16, np.int64)
+    text = """.kernel t
+.param x gm f32
+.param out gm i64
+.param n i32
+    sld.f32 s1, x[8]
+    fmul s1, s1, 2.0
+    sst.f32 x[0], s1
+    block_idx s2
+    block_idx s3, 1
+    block_num s4
+    block_num s5, 1
+    mul s6, s2, 32
+    sst.i64 out[s6], s2
+    sst.i64 out[s6+8], s3
+    sst.i64 out[s6+16], s4
+    sst.i64 out[s6+24], s5
+    sst.i32 ub[64], n
+    sld.i32 s7, ub[64]
+    sst.i64 out[s6+24], s7
+"""
+    assemble(text).run(dict(x=x, out=out, n=99), grid=(2, 2))
+    assert x[0] == 6.5
+    o = out.reshape(4, 4)
+    assert o[:, 0].tolist() == [0, 1, 2, 3] and o[:, 1].tolist() == [0, 0, 1, 1]
+    assert o[:, 2].tolist() == [4] * 4 and o[:, 3].tolist() == [99] * 4
+    cover("sld", "sst", "block_idx", "block_num")
+
+
+@pytest.mark.parametrize("op,init,v,old,new", [("add", 5, 3, 5, 8), ("max", 5, 9, 5, 9),
+                                               ("min", 5, 9, 5, 5), ("xchg", 5, 9, 5, 9)])
+def test_scalar_atomics(op, init, v, old, new):
+    g = np.array([init, 0], np.int32)
+    out = run_scalar(f"    satomic.{op}.i32 s1, g[0], {v}\n    sst.i64 out[0], s1",
+                     params=".param g gm i32", args=dict(g=g))
+    assert out[0] == old and g[0] == new
+    cover("satomic." + op)
+
+
+def test_scalar_atomic_cas_float():
+    g = np.array([2.5, 0], np.float32)
+    out = run_scalar("    satomic.cas.f32 s1, g[0], 2.5, 7.0\n    sst.f64 out[0], s1\n"
+                     "    satomic.cas.f32 s1, g[0], 2.5, 9.0\n    sst.f64 out[8], s1",
+                     dtype=np.float64, params=".param g gm f32", args=dict(g=g))
+    assert out[:2].tolist() == [2.5, 7.0] and g[0] == 7.0
+    cover("satomic.cas")
+
+
+def test_sync_instructions_run():
+    out = run_scalar("    set_flag S, V, 3\n    wait_flag S, V, 3\n    barrier V\n    barrier all\n"
+                     "    mov s1, 1\n    sst.i64 out[0], s1")
+    assert out[0] == 1
+    cover("set_flag", "wait_flag", "barrier")
+
+
+def test_every_instruction_has_a_semantic_test():
+    missing = sorted(set(INSTRUCTIONS) - COVERED)
+    assert not missing, f"instructions without a semantic test: {missing}"
