@@ -15,15 +15,14 @@ import pytest
 
 sys.path.insert(0, os.path.dirname(__file__))  # tests/tpu_util.py
 
+import tpu_util  # noqa: E402
 from tritonpu.ir import parse_function, print_function, verify  # noqa: E402
 from tritonpu.runtime import hooks  # noqa: E402
-
-COMPILED_IR: list[tuple[str, str]] = []   # (kernel name, IR text) of every kernel compiled this session
 
 
 def _roundtrip_listener(jitfn, kernel):
     text = kernel.asm["ir"]
-    COMPILED_IR.append((kernel.name, text))
+    tpu_util.COMPILED_IR.append((kernel.name, text))
     fn = parse_function(text)
     verify(fn)
     again = print_function(fn)

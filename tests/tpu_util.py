@@ -15,6 +15,8 @@ import tritonpu.language as tl
 
 bf16 = np.dtype(ml_dtypes.bfloat16)
 
+COMPILED_IR: list[tuple[str, str]] = []   # (kernel name, IR text) of every kernel compiled this session (conftest)
+
 TOL = {
     np.dtype(np.float64): (1e-12, 1e-12),
     np.dtype(np.float32): (1e-5, 1e-5),

@@ -51,7 +51,11 @@ class _Build(lark.Transformer):
         self.files[str(items[0])] = json.loads(items[1])
 
     def type(self, items):
-        return parse_type(str(items[0]))
+        tok = items[0]
+        try:
+            return parse_type(str(tok))
+        except ValueError as e:
+            raise IRParseError(str(e), tok.line, tok.column) from None
 
     def arg(self, items):
         tok, ty = items
@@ -130,7 +134,7 @@ class _Build(lark.Transformer):
             elif isinstance(x, list):
                 regions = x
         if str(name) not in OPS:
-            raise IRParseError(f"unknown op {name!r}", name.line, name.column)
+            raise IRParseError(f"unknown op {str(name)!r}", name.line, name.column)
         results = results or []
         if len(results) != len(types):
             raise IRParseError(f"{name}: {len(results)} results but {len(types)} result types", name.line, name.column)
@@ -173,7 +177,7 @@ def parse_module(text: str) -> list[Function]:
     except lark.exceptions.VisitError as e:
         if isinstance(e.orig_exc, IRParseError):
             raise e.orig_exc from None
-        raise
+        raise IRParseError(f"{type(e.orig_exc).__name__}: {e.orig_exc}") from None
 
 
 def parse_function(text: str) -> Function:
