@@ -1,0 +1,282 @@
+"""The cycle model against hand computations (the ascend910b numbers of DESIGN.md §5).
+
+Every instruction gets a cost check (the last test checks that none is missing); then the
+pipe/flag/barrier timing rules, the L2 model, multi-core launches and the roofline.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tritonpu.isa import INSTRUCTIONS, MACHINES
+from tritonpu.npu import assemble
+
+COST_COVERED: set[str] = set()
+SLOW = {"vdiv", "vdivs", "vrdivs", "vexp", "vexp2", "vlog", "vlog2", "vsqrt", "vrsqrt", "vrecip",
+        "vsin", "vcos", "verf", "vtanh", "vsigmoid"}
+
+
+def durations(text, args=None, **kw):
+    """[(mnemonic, pipe, start, cycles)] of every executed instruction, and the stats."""
+    prog = assemble(text)
+    st = prog.run(args or {}, trace=True, **kw)
+    out = [(prog.code[i].mnemonic, p, s, d) for (_, p, s, d, i, _) in st._trace]
+    return out, st
+
+
+def cost(text, mnemonic, args=None, nth=0, **kw):
+    ev, _ = durations(text, args, **kw)
+    hits = [d for (mn, _, _, d) in ev if mn == mnemonic]
+    return hits[nth]
+
+
+# ---- scalar, control, sync: 1 cycle ---------------------------------------------------------
+def test_scalar_control_sync_cost_one_cycle():
+    g = np.zeros(4, np.int32)
+    body = [".param g gm i32"]
+    for name, ins in INSTRUCTIONS.items():
+        if ins.pipe not in ("S", "src", "dst", "arg"):
+            continue
+        if name in ("sld", "sst") or name.startswith("satomic") or name in ("for", "endfor", "exit"):
+            continue
+        n = len([o for o in ins.operands if not o[1].endswith("?")])
+        if ins.impl == "sync":
+            line = {"set_flag": "set_flag S, V, 0", "wait_flag": "wait_flag S, V, 0",
+                    "barrier": "barrier all"}[name]
+        elif name in ("jmp",) or name.startswith("br."):
+            line = f"{name} " + ", ".join(["1"] * (n - 1) + ["next_" + name.replace('.', '_')])
+            line += f"\nnext_{name.replace('.', '_')}:"
+        elif name == "cvt":
+            line = "cvt.i32 s1, 5"
+        else:
+            line = f"{name} " + ", ".join(["s1"] + ["2"] * (n - 1)) if n else name
+        body.append("    " + line)
+        COST_COVERED.add(name)
+    body += ["    for s5, 0, 2, 1", "    endfor", "    exit"]
+    COST_COVERED.update(["for", "endfor", "exit"])
+    ev, st = durations("\n".join(body) + "\n", dict(g=g))
+    assert all(d == 1 for (_, _, _, d) in ev)
+    # every instruction issued one scalar cycle after the previous one, nothing stalled
+    assert st.cycles == len(ev) and st.pipe_busy["scalar"] == len(ev)
+
+
+def test_scalar_memory_costs():
+    g = np.zeros(4, np.int32)
+    text = """.param g gm i32
+    sld.i32 s1, ub[0]
+    sst.i32 ub[4], s1
+    sld.i32 s1, g[0]
+    sst.i32 g[4], s1
+    satomic.add.i32 s2, g[0], 1
+    satomic.max.i32 s2, g[0], 1
+    satomic.min.i32 s2, g[0], 1
+    satomic.xchg.i32 s2, g[0], 1
+    satomic.cas.i32 s2, g[0], 1, 2
+"""
+    ev, st = durations(text, dict(g=g))
+    assert [d for (_, _, _, d) in ev] == [1, 1] + [201] * 7       # 1 + 200 GM latency
+    assert st.cycles == 2 + 7 * 201
+    COST_COVERED.update(["sld", "sst", "satomic.add", "satomic.max", "satomic.min",
+                         "satomic.xchg", "satomic.cas"])
+
+
+# ---- vector: rows * ceil(cols*eb/256) repeats ------------------------------------------------
+def _vector_line(name, ins):
+    t = ""
+    if ins.types:
+        sets = ins.type_sets()
+        t = "." + ".".join("f32" if "f32" in s else "i32" for s, _ in sets)
+    ops = []
+    for oname, kind in ins.operands:
+        if kind.startswith("ub"):
+            ops.append({"dst": "ub[0]"}.get(oname, "ub[8192]"))
+        elif oname == "cols":
+            ops.append("100")
+        else:
+            ops.append("2")
+    return f"{name}{t} " + ", ".join(ops) + ", rows=3"
+
+
+@pytest.mark.parametrize("name", [n for n, i in INSTRUCTIONS.items()
+                                  if i.pipe == "V" and i.impl != "xfer"])
+def test_vector_cost(name):
+    ins = INSTRUCTIONS[name]
+    line = _vector_line(name, ins)
+    c = cost(f"    {line}\n", line.split()[0])
+    # f32/i32 rows=3 cols=100: 3 * ceil(400/256) = 6 repeats
+    if ins.impl in ("vreduce", "vscan"):
+        assert c == 6 + 7                                         # + ceil(log2(100))
+    elif name in SLOW:
+        assert c == 12
+    else:
+        assert c == 6
+    COST_COVERED.add(name)
+
+
+def test_vector_cost_rules_by_width_and_axis():
+    assert cost("    vadd.f16 ub[0], ub[512], ub[1024], 100, rows=3\n", "vadd.f16") == 3
+    assert cost("    vadd.f32 ub[0], ub[512], ub[1024], 64\n", "vadd.f32") == 1
+    assert cost("    vadd.f32 ub[0], ub[512], ub[1024], 65\n", "vadd.f32") == 2
+    assert cost("    vcast.f16.f32 ub[0], ub[512], 100, rows=3\n", "vcast.f16.f32") == 6
+    assert cost("    vreduce.sum.f32 ub[0], ub[512], 100, rows=3, axis=0\n", "vreduce.sum.f32") == 6 + 2
+    assert cost("    mov s1, 0\n    vexp.f32 ub[0], ub[512], s1\n", "vexp.f32") == 1   # empty: 1
+    # a register count is the mask: a ragged tail of 70 f32 costs 2 repeats
+    assert cost("    mov s1, 70\n    vexp.f32 ub[0], ub[512], s1\n", "vexp.f32") == 4
+
+
+# ---- transfers: latency + 32 B beats per segment ---------------------------------------------
+def test_cold_64k_gm_to_ub_costs_200_plus_2048():
+    x = np.zeros(16384, np.float32)
+    text = ".param x gm f32\n    mov.gm.ub ub[0], x[0], 1, 65536, 0, 0\n    mov.gm.ub ub[0], x[0], 1, 65536, 0, 0\n"
+    ev, st = durations(text, dict(x=x))
+    assert ev[0][3] == 200 + 2048                             # cold: DDR, 32 B/cycle
+    assert ev[1][3] == 200 + 596                              # again: L2, ceil(2048*32/110)
+    assert st.cycles == 2248 + 796
+    assert st.bytes_by_path == {"gm->ub": 131072}
+    COST_COVERED.update(["mov.gm.ub"])
+
+
+def test_l2_lines_segments_and_misalignment():
+    x = np.zeros(8192, np.uint8)
+    text = """.param x gm u8
+    mov.gm.ub ub[0], x[0], 1, 512, 0, 0
+    mov.gm.ub ub[0], x[0], 1, 1024, 0, 0
+    mov.gm.l1 l1[0], x[2064], 1, 64, 0, 0
+    mov.gm.l1 l1[0], x[2560], 4, 100, 512, 128
+    mov.gm.ub ub[0], x[3072], 4, 64, 64, 64
+"""
+    ev, _ = durations(text, dict(x=x))
+    d = [e[3] for e in ev]
+    assert d[0] == 200 + 16                                   # one cold line
+    assert d[1] == 200 + 21                                   # line 0 warm (16*32/110), line 1 cold (16)
+    assert d[2] == 200 + 3                                    # 64 B at offset 16: 3 granules
+    # 4 segments of 100 B at 512 B stride: 4 beats each, in new lines 5, 6, 7, 8
+    assert d[3] == 200 + 16
+    # 4 segments of 64 B, all in line 6 (read before): 2 beats each, all warm: ceil(8*32/110)
+    assert d[4] == 200 + 3
+    COST_COVERED.add("mov.gm.l1")
+
+
+def test_gather_rows_share_lines_within_one_transfer():
+    t = np.zeros((64, 64), np.float32)                        # rows of 256 B: 2 per 512 B line
+    idx = np.array([0, 1, 0, 10], np.int32)
+    text = """.param t gm f32
+.param idx gm i32
+    mov.gm.ub ub[0], idx[0], 1, 16, 0, 0
+    gather.gm.ub ub[1024], t[0], ub[0], 4, 256, 256, 256
+    scatter.ub.gm t[0], ub[1024], ub[0], 4, 256, 256, 256
+"""
+    ev, _ = durations(text, dict(t=t, idx=idx), sanitize=False)      # racy on purpose
+    assert ev[0][3] == 200 + 1
+    # rows 0 and 10 read their lines first (16 cold beats); rows 1 and 0 again are L2 hits
+    assert ev[1][3] == 200 + 16 + 5                           # ceil(16*32/110) = 5
+    assert ev[2][3] == 100 + 16                               # 32 beats at 64 B/cycle
+    COST_COVERED.update(["gather.gm.ub", "scatter.ub.gm"])
+
+
+def test_onchip_and_write_paths():
+    y = np.zeros(8192, np.uint8)
+    text = """.param y gm u8
+    mov.ub.gm y[0], ub[0], 1, 8192, 0, 0
+    mov.ub.l1 l1[0], ub[0], 1, 8192, 0, 0
+    mov.ub.ub ub[8192], ub[0], 1, 8192, 0, 0
+    mov.l1.l0a l0a[0], l1[0], 1, 16384, 0, 0
+    mov.l1.l0b l0b[0], l1[0], 1, 16384, 0, 0
+    mov.l1.l0b.f16 l0b[0], l1[0], 64, 256, 256, 128, transpose=1
+    mov.l0c.gm.f16.f32 y[0], l0c[0], 1, 8192, 0, 0
+    mov.l0c.ub.f16.f32 ub[0], l0c[0], 1, 8192, 0, 0
+    mov.ub.gm y[16], ub[0], 4, 64, 64, 128
+"""
+    ev, st = durations(text, dict(y=y), sanitize=False)
+    assert [e[3] for e in ev] == [100 + 128, 20 + 128, 32, 20 + 32, 20 + 64, 20 + 64,
+                                  100 + 16, 16, 100 + 6]      # last: 4 x 3 granules (misaligned)
+    COST_COVERED.update(["mov.ub.gm", "mov.ub.l1", "mov.ub.ub", "mov.l1.l0a", "mov.l1.l0b",
+                         "mov.l0c.gm", "mov.l0c.ub"])
+
+
+def test_mmad_fractals():
+    text = """
+    mmad.f32.f16 l0c[0], l0a[0], l0b[0], 32, 32, 32
+    mmad.f32.bf16 l0c[0], l0a[0], l0b[0], 17, 32, 32
+    mmad.f32.f32 l0c[0], l0a[0], l0b[0], 32, 32, 32
+    mmad.i32.i8 l0c[0], l0a[0], l0b[0], 32, 64, 32
+    mmad.f32.f16 l0c[0], l0a[0], l0b[0], 1, 1, 1, init=0
+"""
+    ev, st = durations(text)
+    assert [e[3] for e in ev] == [8, 8, 16, 8, 1]
+    assert st.cube_macs == 32 ** 3 + 17 * 32 * 32 + 32 ** 3 + 32 * 64 * 32 + 1
+    COST_COVERED.add("mmad")
+
+
+def test_every_instruction_has_a_cost_test():
+    missing = sorted(set(INSTRUCTIONS) - COST_COVERED)
+    assert not missing, f"instructions without a cost test: {missing}"
+
+
+# ---- timing rules ---------------------------------------------------------------------------
+def test_pipes_overlap_and_flags_gate():
+    x = np.zeros(16384, np.float32)
+    # MTE2 load (2248) and an independent MTE3 store (100 + 65536/64 = 1124) overlap
+    text = ".param x gm f32\n    mov.gm.ub ub[0], x[0], 1, 65536, 0, 0\n    mov.ub.gm x[0], ub[65536], 1, 65536, 0, 0\n"
+    _, st = durations(text, dict(x=np.zeros(32768, np.float32)))
+    assert st.cycles == 2248 and st.pipe_busy["mte2"] == 2248 and st.pipe_busy["mte3"] == 1124
+    # with a flag the store waits: 2248 + set (1) + wait (1) + 1124
+    text = (".param x gm f32\n    mov.gm.ub ub[0], x[0], 1, 65536, 0, 0\n    set_flag MTE2, MTE3, 0\n"
+            "    wait_flag MTE2, MTE3, 0\n    mov.ub.gm x[0], ub[0], 1, 65536, 0, 0\n")
+    ev, st = durations(text, dict(x=x))
+    assert st.cycles == 2248 + 1 + 1 + 1124
+    assert st.stalls["wait_flag MTE2->MTE3"] == 2249 - 2       # the wait was issued at cycle 2
+    # a wait on the scalar unit blocks issue: the add after it issues at 2250
+    text = (".param x gm f32\n    mov.gm.ub ub[0], x[0], 1, 65536, 0, 0\n    set_flag MTE2, S, 0\n"
+            "    wait_flag MTE2, S, 0\n    add s1, s1, 1\n")
+    ev, st = durations(text, dict(x=x))
+    assert ev[-1][2] == 2250 and st.cycles == 2251
+
+
+def test_barrier_all_waits_for_every_pipe():
+    x = np.zeros(16384, np.float32)
+    text = ".param x gm f32\n    mov.gm.ub ub[0], x[0], 1, 65536, 0, 0\n    barrier all\n    vadd.f32 ub[0], ub[0], ub[0], 64\n"
+    ev, st = durations(text, dict(x=x))
+    assert ev[1][2] == 2248 and ev[2][2] == 2249 and st.cycles == 2250
+    assert st.stalls["barrier all"] == 2248 - 1
+
+
+def test_launch_takes_the_slowest_core_and_cores_override():
+    x = np.zeros(48 * 1024, np.float32)
+    text = """.param x gm f32
+    block_idx s0
+    mul s1, s0, 4096
+    mov.gm.ub ub[0], x[s1], 1, 4096, 0, 0
+"""
+    prog = assemble(text)
+    st = prog.run(dict(x=x), grid=(48,))
+    # 2 programs per core, one after the other on MTE2: 2 + 328, then 328 more
+    assert st.cores_used == 24 and st.core_cycles == [2 + 328 + 328] * 24 and st.cycles == 658
+    st = prog.run(dict(x=x), grid=(48,), cores=4)
+    assert st.cores_used == 4 and st.cycles == 2 + 12 * 328
+    st = prog.run(dict(x=x), grid=(5,))
+    assert st.cores_used == 5 and st.cycles == 2 + 328
+    # roofline: distinct bytes read = 5 * 4096 over 24 cores at 32 B/cycle
+    assert st.read_bytes == 5 * 4096 and st.roofline_bound == "mte2 read"
+    assert st.roofline_cycles == pytest.approx(5 * 4096 / (24 * 32))
+    assert st.efficiency == pytest.approx(st.roofline_cycles / 330)
+
+
+def test_roofline_counts_distinct_bytes_and_logical_macs():
+    x = np.zeros(1024, np.float32)
+    text = """.param x gm f32
+    mov.gm.ub ub[0], x[0], 1, 4096, 0, 0
+    mov.gm.ub ub[0], x[0], 1, 2048, 0, 0
+    mov.ub.gm x[0], ub[0], 1, 100, 0, 0
+    for s1, 0, 10, 1
+      mmad.f32.f16 l0c[0], l0a[0], l0b[0], 100, 60, 40
+    endfor
+"""
+    st = assemble(text).run(dict(x=x), sanitize=False)
+    m = MACHINES["ascend910b"]
+    macs = 10 * 100 * 60 * 40
+    assert st.read_bytes == 4096 and st.write_bytes == 100 and st.cube_macs == macs
+    terms = {"mte2 read": 4096 / (24 * 32), "mte3 write": 100 / (24 * 64),
+             "cube": macs / (24 * 16 * 16 * 16)}
+    assert st.roofline_terms == pytest.approx(terms)
+    assert st.roofline_bound == "cube" and m.macs_per_cycle("f16") == 4096
