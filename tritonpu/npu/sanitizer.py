@@ -49,15 +49,19 @@ class RaceTracker:
             self.s_version += 1
 
     def issue(self, p):
-        """Pipe p gets an instruction: bump its epoch; it is ordered after what the scalar unit
-        (which issued it in program order) is ordered after."""
-        row = self.vc[p]
-        row[p] += 1
+        """Pipe p gets an instruction: bump its epoch (after the instruction's accesses)."""
+        self.vc[p][p] += 1
         if p and self.seen_s[p] != self.s_version:
-            self.seen_s[p] = self.s_version
-            for i, x in enumerate(self.vc[0]):
-                if x > row[i]:
-                    row[i] = x
+            self._follow_scalar(p)
+
+    def _follow_scalar(self, p):
+        """An instruction on p is ordered after what the scalar unit, which issued it in program
+        order, is ordered after."""
+        self.seen_s[p] = self.s_version
+        row = self.vc[p]
+        for i, x in enumerate(self.vc[0]):
+            if x > row[i]:
+                row[i] = x
 
     def barrier_all(self):
         top = [max(col) for col in zip(*self.vc)]
@@ -69,6 +73,8 @@ class RaceTracker:
     def access(self, p, space, lo, hi, write, inst):
         if hi <= lo:
             return
+        if p and self.seen_s[p] != self.s_version:
+            self._follow_scalar(p)
         vcp = self.vc[p]
         ws, rs = self.w[space], self.r[space]
         for q in self.accessors[space]:
@@ -86,7 +92,7 @@ class RaceTracker:
         if p == 0:
             return
         rec = (ws if write else rs)[p]
-        rec[(lo, hi)] = (vcp[p], inst)
+        rec[(lo, hi)] = (vcp[p] + 1, inst)         # the epoch this instruction gets at issue
         if len(rec) > _PRUNE_AT:
             self._prune(space, p, rec)
 
