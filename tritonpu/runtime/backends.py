@@ -10,6 +10,11 @@ def _ref(kernel, arrays, grid, options):
     return None
 
 
+def _cpu(kernel, arrays, grid, options):
+    from tritonpu import cpu
+    return cpu.launch(kernel, arrays, grid, options)
+
+
 def _not_built(name, issue):
     def run(kernel, arrays, grid, options):
         raise LaunchError(f"the {name} backend is not available yet ({issue}); use backend='ref'")
@@ -18,7 +23,7 @@ def _not_built(name, issue):
 
 BACKENDS = {
     "ref": _ref,
-    "cpu": _not_built("cpu", "the llvmlite backend is being built"),
+    "cpu": _cpu,
     "npu": _not_built("npu", "the NPU compiler is being built"),
 }
 
