@@ -364,3 +364,74 @@ def test_autotune_and_heuristics():
     h = heur[lambda meta: (tritonpu.cdiv(meta["n"], meta["BLOCK"]),)](x, out, 100, 5.0)
     assert_close(out, 5 * x)
     assert "BLOCK = 32" in h.asm["ir"]
+
+
+# ---------------------------------------------------------------------------------------------
+# early returns: nested, under constexpr ifs, in else-branches, with values in inlined helpers
+# ---------------------------------------------------------------------------------------------
+@tritonpu.jit
+def _relu_or_shift(x):
+    if x > 0:
+        return x * 2.0
+    return x - 1.0
+
+
+@tritonpu.jit
+def _sign_pair(x):
+    if x > 0:
+        return 1, x
+    elif x < 0:
+        return -1, -x
+    else:
+        return 0, x
+
+
+@tritonpu.jit
+def returns_kernel(x_ptr, out_ptr, n, FLAG: tl.constexpr):
+    pid = tl.program_id(0)
+    x = tl.load(x_ptr + pid)
+    tl.store(out_ptr + pid * 4, _relu_or_shift(x))
+    s, a = _sign_pair(x)
+    tl.store(out_ptr + pid * 4 + 1, s.to(tl.float32))
+    tl.store(out_ptr + pid * 4 + 2, a)
+    if FLAG:                      # constexpr if around a runtime early return: the rest still runs
+        if x > 100.0:
+            return
+        y = x + 0.5
+    else:
+        y = x
+    if pid >= n:
+        tl.store(out_ptr + pid * 4 + 3, -1.0)
+    else:
+        return
+    tl.store(out_ptr + pid * 4 + 3, y)   # only reached when pid >= n (the else-branch returned)
+
+
+def test_early_returns():
+    x = np.array([3.0, -2.0, 0.0, 200.0, 7.0], np.float32)
+    out = np.full(20, 9.0, np.float32)
+    h = returns_kernel[(5,)](x, out, 2, FLAG=True)
+    out = out.reshape(5, 4)
+    assert out[:, 0].tolist() == [6.0, -3.0, -1.0, 400.0, 14.0]
+    assert out[:, 1].tolist() == [1, -1, 0, 1, 1]
+    assert out[:, 2].tolist() == [3.0, 2.0, 0.0, 200.0, 7.0]
+    assert out[:, 3].tolist() == [9.0, 9.0, 0.5, 9.0, 7.5]
+    assert "if" in ir_ops(h)
+
+
+@tritonpu.jit
+def _bad_mixed_return(x):
+    if x > 0:
+        return x
+    return x.to(tl.int32)
+
+
+@tritonpu.jit
+def bad_return_kernel(out_ptr):
+    tl.store(out_ptr, _bad_mixed_return(tl.load(out_ptr)))
+
+
+def test_early_return_type_mismatch_is_reported():
+    with pytest.raises(tritonpu.CompilationError, match="the function returns f32 in one branch and i32 in the "
+                                                        "other; cast so both returns have one type"):
+        bad_return_kernel[(1,)](np.zeros(1, np.float32))

@@ -25,6 +25,7 @@ from tritonpu.ir import types as T
 from tritonpu.language import core as tl
 from tritonpu.language import semantic as S
 from tritonpu.language.core import SemanticError, tensor
+from tritonpu.frontend.control import ControlFlow, _contains_return, _is_number  # noqa: F401
 
 _BINOPS = {
     ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
@@ -43,7 +44,6 @@ _PY_BUILTINS = {
     "str": str, "round": round, "divmod": divmod, "reversed": reversed, "sum": builtins.sum,
     "True": True, "False": False, "None": None, "float('inf')": float("inf"),
 }
-_MISSING = object()
 
 
 class SourceInfo:
@@ -65,46 +65,11 @@ def is_jit(obj) -> bool:
     return getattr(obj, "__tritonpu_jit__", False)
 
 
-def _is_number(v) -> bool:
-    return isinstance(v, (int, float, bool)) and not isinstance(v, tensor)
-
-
-def _assigned_names(stmts) -> list[str]:
-    """Names a list of statements (re)binds, in first-assignment order, not entering nested defs."""
-    out: list[str] = []
-
-    def visit(node):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
-            return
-        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store) and node.id not in out:
-            out.append(node.id)
-        for child in ast.iter_child_nodes(node):
-            visit(child)
-
-    for s in stmts:
-        visit(s)
-    return out
-
-
-def _fits(v, dt) -> bool:
-    """Whether the Python number ``v`` converts to dtype ``dt`` without changing its value."""
-    if dt.is_floating():
-        return True
-    if isinstance(v, bool) or not isinstance(v, int):
-        return dt.is_bool() and isinstance(v, bool)
-    lo, hi = S._int_range(dt)
-    return not dt.is_bool() and lo <= v <= hi
-
-
-def _contains_return(stmts) -> bool:
-    return any(isinstance(n, ast.Return) for s in stmts for n in ast.walk(s))
-
-
 class _Return(Exception):
     """Internal: unwinds the visitor when a `return` is reached."""
 
 
-class CodeGenerator(ast.NodeVisitor):
+class CodeGenerator(ControlFlow, ast.NodeVisitor):
     def __init__(self, fn, src: SourceInfo, builder: Builder, scope: dict, globals_: dict, call_stack: tuple):
         self.fn = fn
         self.src = src
@@ -146,13 +111,16 @@ class CodeGenerator(ast.NodeVisitor):
         for i, stmt in enumerate(stmts):
             if self.returned:
                 return
-            if isinstance(stmt, ast.If) and _contains_return(stmt.body):
+            if isinstance(stmt, ast.If) and _contains_return(stmt.body + stmt.orelse):
+                # the statements after this `if` run only on the paths that do not return: they are
+                # generated into the branches (a constexpr `if` just picks its branch)
                 cond = self.visit(stmt.test)
+                rest = list(stmts[i + 1:])
                 if isinstance(cond, tensor):
-                    self._early_exit_if(stmt, cond, stmts[i + 1:])
-                    return
-                self._static_if(stmt, cond)
-                continue
+                    self._early_exit_if(stmt, cond, rest)
+                else:
+                    self.visit_block(list(stmt.body if cond else stmt.orelse) + rest)
+                return
             self.visit(stmt)
 
     def _in_region(self, region: Region, scope: dict, stmts) -> dict:
@@ -229,204 +197,6 @@ class CodeGenerator(ast.NodeVisitor):
 
     def visit_Continue(self, node):
         raise self.error(node, "`continue` is not supported in kernels (as in Triton); use an if around the rest")
-
-    # -- if ------------------------------------------------------------------------------------
-    def visit_If(self, node):
-        cond = self.visit(node.test)
-        if isinstance(cond, tensor):
-            self._runtime_if(node, cond)
-        else:
-            self._static_if(node, cond)
-
-    def _static_if(self, node, cond):
-        self.visit_block(node.body if cond else node.orelse)
-
-    def _cond_scalar(self, node, cond: tensor) -> tensor:
-        if cond.ty.is_block:
-            raise self.error(node, f"`if` needs a scalar condition, got a block of shape {cond.shape}; "
-                                   "use tl.where for elementwise choices")
-        return S._as_bool(cond)
-
-    def _runtime_if(self, node, cond: tensor):
-        cond = self._cond_scalar(node.test, cond)
-        if _contains_return(node.orelse):
-            raise self.error(node, "`return` in the else-branch of a runtime if is not supported; "
-                                   "invert the condition so the early return is in the if-branch")
-        before = dict(self.scope)
-        then_r, else_r = Region(), Region()
-        then_s = self._in_region(then_r, dict(before), node.body)
-        else_s = self._in_region(else_r, dict(before), node.orelse)
-        names, results = [], []
-        for name in list(dict.fromkeys(list(then_s) + list(else_s))):
-            t, e = then_s.get(name, _MISSING), else_s.get(name, _MISSING)
-            if t is e or t is _MISSING or e is _MISSING:
-                continue
-            if not (_is_number(t) or isinstance(t, tensor)) or not (_is_number(e) or isinstance(e, tensor)):
-                if t != e:
-                    raise self.error(node, f"`{name}` is set to different non-tensor values in the branches of "
-                                           "a runtime if")
-                continue
-            names.append(name)
-            results.append((t, e))
-        yields_t, yields_e = [], []
-        for name, (t, e) in zip(names, results):
-            tt = self._materialize(then_r, t, e)
-            ee = self._materialize(else_r, e, tt)
-            if tt.ty != ee.ty:
-                raise self.error(node, f"mismatched type for `{name}` between the then-block ({tt.ty}) and the "
-                                       f"else-block ({ee.ty})")
-            yields_t.append(tt)
-            yields_e.append(ee)
-        Builder(then_r, self.builder.loc).create("yield", [v.handle for v in yields_t])
-        Builder(else_r, self.builder.loc).create("yield", [v.handle for v in yields_e])
-        op = self.builder.create("if", [cond.handle], [v.ty for v in yields_t], regions=[then_r, else_r])
-        for name, res in zip(names, op.results):
-            res.name = name
-            self.scope[name] = tensor(res, res.type)
-
-    def _materialize(self, region: Region, v, like) -> tensor:
-        """``v`` as a tensor created inside ``region``. A number takes the other side's dtype when that
-        loses nothing (an int for an int type it fits, any number for a float type); otherwise it
-        keeps its own type (i32 / f32 ...), so a mismatch is reported as in Triton instead of
-        silently converting 2.5 to 2."""
-        if isinstance(v, tensor):
-            return v
-        saved = self.builder.region
-        self.builder.region = region
-        try:
-            if isinstance(like, tensor) and not like.ty.is_block and _fits(v, like.dtype):
-                return S.scalar_constant(v, like.dtype)
-            return S.to_tensor(v)
-        finally:
-            self.builder.region = saved
-
-    def _early_exit_if(self, node, cond: tensor, rest):
-        if self.call_stack[1:] and self.ret is not None:
-            raise self.error(node, "early return from an inlined function is not supported")
-        cond = self._cond_scalar(node.test, cond)
-        then_r, else_r = Region(), Region()
-        body = [s for s in node.body]
-        then_s = self._in_region(then_r, dict(self.scope), body)
-        else_s = self._in_region(else_r, dict(self.scope), list(node.orelse) + list(rest))
-        del then_s, else_s
-        for r in (then_r, else_r):
-            Builder(r, self.builder.loc).create("yield", [])
-        self.builder.create("if", [cond.handle], [], regions=[then_r, else_r])
-        if self.ret is not None:
-            raise self.error(node, "a function that returns a value cannot also return early under a runtime "
-                                   "condition")
-        self.returned = True
-
-    # -- loops ---------------------------------------------------------------------------------
-    def visit_For(self, node):
-        it = self.visit(node.iter)
-        if not isinstance(it, (tl.range, tl.static_range)):
-            raise self.error(node.iter, "a kernel's for loop must iterate over range(...), tl.range(...) or "
-                                        "tl.static_range(...)")
-        if node.orelse:
-            raise self.error(node, "for/else is not supported in kernels")
-        if not isinstance(node.target, ast.Name):
-            raise self.error(node.target, "the loop variable must be a simple name")
-        start, end, step = (tl._unwrap(x) for x in (it.start, it.end, it.step))
-        if isinstance(it, tl.static_range):
-            for name, v in (("start", start), ("end", end), ("step", step)):
-                if not isinstance(v, int):
-                    raise self.error(node.iter, f"tl.static_range needs constexpr bounds; {name} is a runtime value")
-            for i in builtins.range(start, end, step):
-                self.scope[node.target.id] = i
-                self.visit_block(node.body)
-                if self.returned:
-                    raise self.error(node, "return inside a loop is not supported")
-            return
-        if isinstance(step, int) and step == 0:
-            raise self.error(node.iter, "range() step must not be zero")
-        bounds = [S.to_tensor(x) for x in (start, end, step)]
-        for b in bounds:
-            if b.ty.is_block or not b.dtype.is_int():
-                raise self.error(node.iter, f"loop bounds must be integer scalars, got {b.ty}")
-        iv_dt = tl.int64 if any(b.dtype.int_bitwidth == 64 for b in bounds) else tl.int32
-        bounds = [S.cast(b, iv_dt) for b in bounds]
-        carried = self._carried(node.body)
-        inits = [self._to_carried(name) for name in carried]
-        iv = Value(iv_dt.ir, node.target.id)
-        region = Region([iv] + [Value(v.ty, name) for name, v in zip(carried, inits)])
-        scope = dict(self.scope)
-        scope[node.target.id] = tensor(iv, iv.type)
-        for name, arg in zip(carried, region.args[1:]):
-            scope[name] = tensor(arg, arg.type)
-        body_scope = self._in_region(region, scope, node.body)
-        if _contains_return(node.body):
-            raise self.error(node, "return inside a loop is not supported")
-        yields = self._loop_yields(node, region, carried, inits, body_scope)
-        Builder(region, self.builder.loc).create("yield", [v.handle for v in yields])
-        op = self.builder.create("for", [b.handle for b in bounds] + [v.handle for v in inits],
-                                 [v.ty for v in inits], regions=[region])
-        self._bind_results(op, carried)
-
-    def visit_While(self, node):
-        if node.orelse:
-            raise self.error(node, "while/else is not supported in kernels")
-        carried = self._carried(node.body)
-        inits = [self._to_carried(name) for name in carried]
-        before = Region([Value(v.ty, name) for name, v in zip(carried, inits)])
-        after = Region([Value(v.ty, name) for name, v in zip(carried, inits)])
-        scope = dict(self.scope)
-        for name, arg in zip(carried, before.args):
-            scope[name] = tensor(arg, arg.type)
-        saved_region, saved_scope = self.builder.region, self.scope
-        self.builder.region, self.scope = before, scope
-        try:
-            cond = self.visit(node.test)
-            if not isinstance(cond, tensor):
-                raise self.error(node.test, "a while loop needs a runtime condition (a constant one never ends "
-                                            "without break, which kernels do not support)")
-            cond = self._cond_scalar(node.test, cond)
-            self.builder.create("condition", [cond.handle] + list(before.args))
-        finally:
-            self.builder.region, self.scope = saved_region, saved_scope
-        scope = dict(self.scope)
-        for name, arg in zip(carried, after.args):
-            scope[name] = tensor(arg, arg.type)
-        body_scope = self._in_region(after, scope, node.body)
-        if _contains_return(node.body):
-            raise self.error(node, "return inside a loop is not supported")
-        yields = self._loop_yields(node, after, carried, inits, body_scope)
-        Builder(after, self.builder.loc).create("yield", [v.handle for v in yields])
-        op = self.builder.create("while", [v.handle for v in inits], [v.ty for v in inits], regions=[before, after])
-        self._bind_results(op, carried)
-
-    def _carried(self, body) -> list[str]:
-        out = []
-        for name in _assigned_names(body):
-            v = self.scope.get(name, _MISSING)
-            if isinstance(v, tensor) or _is_number(v):
-                out.append(name)
-        return out
-
-    def _to_carried(self, name) -> tensor:
-        v = self.scope[name]
-        return v if isinstance(v, tensor) else S.to_tensor(v)
-
-    def _loop_yields(self, node, region, carried, inits, body_scope) -> list[tensor]:
-        yields = []
-        for name, init in zip(carried, inits):
-            v = body_scope.get(name)
-            if not isinstance(v, tensor):
-                if _is_number(v):
-                    v = self._materialize(region, v, init)
-                else:
-                    raise self.error(node, f"loop-carried variable `{name}` is re-assigned to a non-tensor value")
-            if v.ty != init.ty:
-                raise self.error(node, f"loop-carried variable `{name}` has initial type {init.ty} but is "
-                                       f"re-assigned to {v.ty} in the loop; make sure the type stays consistent "
-                                       f"(e.g. initialise it with tl.zeros(..., dtype=...) or cast with .to())")
-            yields.append(v)
-        return yields
-
-    def _bind_results(self, op, carried):
-        for name, res in zip(carried, op.results):
-            res.name = name
-            self.scope[name] = tensor(res, res.type)
 
     # -- expressions ---------------------------------------------------------------------------
     def visit_Constant(self, node):

@@ -1,0 +1,284 @@
+"""The frontend's control flow: ``if`` (constexpr-folded or a structured ``if`` op), early
+``return`` under runtime conditions, ``for`` over ``range``/``tl.range``/``tl.static_range`` and
+``while``, with the variables a body reassigns carried as region arguments and results.
+
+A mixin of :class:`tritonpu.frontend.codegen.CodeGenerator` (it uses the generator's ``visit``,
+``error``, ``builder`` and ``scope``).
+"""
+from __future__ import annotations
+
+import ast
+import builtins
+
+from tritonpu.ir import Builder, Region, Value
+from tritonpu.language import core as tl
+from tritonpu.language import semantic as S
+from tritonpu.language.core import tensor
+
+_MISSING = object()
+
+
+def _is_number(v) -> bool:
+    return isinstance(v, (int, float, bool)) and not isinstance(v, tensor)
+
+
+def _assigned_names(stmts) -> list[str]:
+    """Names a list of statements (re)binds, in first-assignment order, not entering nested defs."""
+    out: list[str] = []
+
+    def visit(node):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            return
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store) and node.id not in out:
+            out.append(node.id)
+        for child in ast.iter_child_nodes(node):
+            visit(child)
+
+    for s in stmts:
+        visit(s)
+    return out
+
+
+def _fits(v, dt) -> bool:
+    """Whether the Python number ``v`` converts to dtype ``dt`` without changing its value."""
+    if dt.is_floating():
+        return True
+    if isinstance(v, bool) or not isinstance(v, int):
+        return dt.is_bool() and isinstance(v, bool)
+    lo, hi = S._int_range(dt)
+    return not dt.is_bool() and lo <= v <= hi
+
+
+def _contains_return(stmts) -> bool:
+    return any(isinstance(n, ast.Return) for s in stmts for n in ast.walk(s))
+
+
+class ControlFlow:
+    # -- if ------------------------------------------------------------------------------------
+    def visit_If(self, node):
+        cond = self.visit(node.test)
+        if isinstance(cond, tensor):
+            self._runtime_if(node, cond)
+        else:
+            self._static_if(node, cond)
+
+    def _static_if(self, node, cond):
+        self.visit_block(node.body if cond else node.orelse)
+
+    def _cond_scalar(self, node, cond: tensor) -> tensor:
+        if cond.ty.is_block:
+            raise self.error(node, f"`if` needs a scalar condition, got a block of shape {cond.shape}; "
+                                   "use tl.where for elementwise choices")
+        return S._as_bool(cond)
+
+    def _runtime_if(self, node, cond: tensor):
+        cond = self._cond_scalar(node.test, cond)
+        before = dict(self.scope)
+        then_r, else_r = Region(), Region()
+        then_s = self._in_region(then_r, dict(before), node.body)
+        else_s = self._in_region(else_r, dict(before), node.orelse)
+        names, results = [], []
+        for name in list(dict.fromkeys(list(then_s) + list(else_s))):
+            t, e = then_s.get(name, _MISSING), else_s.get(name, _MISSING)
+            if t is e or t is _MISSING or e is _MISSING:
+                continue
+            if not (_is_number(t) or isinstance(t, tensor)) or not (_is_number(e) or isinstance(e, tensor)):
+                if t != e:
+                    raise self.error(node, f"`{name}` is set to different non-tensor values in the branches of "
+                                           "a runtime if")
+                continue
+            names.append(name)
+            results.append((t, e))
+        yields_t, yields_e = [], []
+        for name, (t, e) in zip(names, results):
+            tt = self._materialize(then_r, t, e)
+            ee = self._materialize(else_r, e, tt)
+            if tt.ty != ee.ty:
+                raise self.error(node, f"mismatched type for `{name}` between the then-block ({tt.ty}) and the "
+                                       f"else-block ({ee.ty})")
+            yields_t.append(tt)
+            yields_e.append(ee)
+        Builder(then_r, self.builder.loc).create("yield", [v.handle for v in yields_t])
+        Builder(else_r, self.builder.loc).create("yield", [v.handle for v in yields_e])
+        op = self.builder.create("if", [cond.handle], [v.ty for v in yields_t], regions=[then_r, else_r])
+        for name, res in zip(names, op.results):
+            res.name = name
+            self.scope[name] = tensor(res, res.type)
+
+    def _materialize(self, region: Region, v, like) -> tensor:
+        """``v`` as a tensor created inside ``region``. A number takes the other side's dtype when that
+        loses nothing (an int for an int type it fits, any number for a float type); otherwise it
+        keeps its own type (i32 / f32 ...), so a mismatch is reported as in Triton instead of
+        silently converting 2.5 to 2."""
+        if isinstance(v, tensor):
+            return v
+        saved = self.builder.region
+        self.builder.region = region
+        try:
+            if isinstance(like, tensor) and not like.ty.is_block and _fits(v, like.dtype):
+                return S.scalar_constant(v, like.dtype)
+            return S.to_tensor(v)
+        finally:
+            self.builder.region = saved
+
+    def _early_exit_if(self, node, cond: tensor, rest):
+        """``if cond: ... return [v]`` followed by ``rest``: an ``if`` op whose then-region holds the
+        body then ``rest`` and whose else-region holds the else-branch then ``rest`` (code after a
+        return is not generated). In an inlined function the returned values become the if's results."""
+        cond = self._cond_scalar(node.test, cond)
+        then_r, else_r = Region(), Region()
+        ret = self._branch(then_r, list(node.body) + rest)
+        else_ret = self._branch(else_r, list(node.orelse) + rest)
+        t_vals = list(ret) if isinstance(ret, tuple) else ([] if ret is None else [ret])
+        e_vals = list(else_ret) if isinstance(else_ret, tuple) else ([] if else_ret is None else [else_ret])
+        if len(t_vals) != len(e_vals) or isinstance(ret, tuple) != isinstance(else_ret, tuple):
+            raise self.error(node, "every return of a function must return the same number of values (a "
+                                   "function that returns a value must return one on every path)")
+        if (t_vals or e_vals) and len(self.call_stack) == 1:
+            raise self.error(node, f"a kernel cannot return a value (`{self.fn.__name__}` returns one); "
+                                   "write results with tl.store")
+        yields_t, yields_e = [], []
+        for t, e in zip(t_vals, e_vals):
+            for v in (t, e):
+                if not (_is_number(v) or isinstance(v, tensor)):
+                    raise self.error(node, "a function returning under a runtime condition must return tensors "
+                                           f"or numbers, got {type(v).__name__}")
+            tt = self._materialize(then_r, t, e)
+            ee = self._materialize(else_r, e, tt)
+            if tt.ty != ee.ty:
+                raise self.error(node, f"the function returns {tt.ty} in one branch and {ee.ty} in the other; "
+                                       "cast so both returns have one type")
+            yields_t.append(tt)
+            yields_e.append(ee)
+        Builder(then_r, self.builder.loc).create("yield", [v.handle for v in yields_t])
+        Builder(else_r, self.builder.loc).create("yield", [v.handle for v in yields_e])
+        op = self.builder.create("if", [cond.handle], [v.ty for v in yields_t], regions=[then_r, else_r])
+        results = [tensor(r, r.type) for r in op.results]
+        if results:
+            self.ret = tuple(results) if isinstance(ret, tuple) else results[0]
+        self.returned = True
+
+    def _branch(self, region: Region, stmts):
+        """Generate ``stmts`` into ``region``; the value they return (None if none)."""
+        saved_ret, saved_node = self.ret, self.ret_node
+        self.ret = None
+        saved_region, saved_scope, saved_returned = self.builder.region, self.scope, self.returned
+        self.builder.region, self.scope, self.returned = region, dict(self.scope), False
+        try:
+            self.visit_block(stmts)
+            return self.ret
+        finally:
+            self.builder.region, self.scope, self.returned = saved_region, saved_scope, saved_returned
+            node = self.ret_node
+            self.ret, self.ret_node = saved_ret, node or saved_node
+
+    # -- loops ---------------------------------------------------------------------------------
+    def visit_For(self, node):
+        it = self.visit(node.iter)
+        if not isinstance(it, (tl.range, tl.static_range)):
+            raise self.error(node.iter, "a kernel's for loop must iterate over range(...), tl.range(...) or "
+                                        "tl.static_range(...)")
+        if node.orelse:
+            raise self.error(node, "for/else is not supported in kernels")
+        if not isinstance(node.target, ast.Name):
+            raise self.error(node.target, "the loop variable must be a simple name")
+        start, end, step = (tl._unwrap(x) for x in (it.start, it.end, it.step))
+        if isinstance(it, tl.static_range):
+            for name, v in (("start", start), ("end", end), ("step", step)):
+                if not isinstance(v, int):
+                    raise self.error(node.iter, f"tl.static_range needs constexpr bounds; {name} is a runtime value")
+            for i in builtins.range(start, end, step):
+                self.scope[node.target.id] = i
+                self.visit_block(node.body)
+                if self.returned:
+                    raise self.error(node, "return inside a loop is not supported")
+            return
+        if isinstance(step, int) and step == 0:
+            raise self.error(node.iter, "range() step must not be zero")
+        bounds = [S.to_tensor(x) for x in (start, end, step)]
+        for b in bounds:
+            if b.ty.is_block or not b.dtype.is_int():
+                raise self.error(node.iter, f"loop bounds must be integer scalars, got {b.ty}")
+        iv_dt = tl.int64 if any(b.dtype.int_bitwidth == 64 for b in bounds) else tl.int32
+        bounds = [S.cast(b, iv_dt) for b in bounds]
+        carried = self._carried(node.body)
+        inits = [self._to_carried(name) for name in carried]
+        iv = Value(iv_dt.ir, node.target.id)
+        region = Region([iv] + [Value(v.ty, name) for name, v in zip(carried, inits)])
+        scope = dict(self.scope)
+        scope[node.target.id] = tensor(iv, iv.type)
+        for name, arg in zip(carried, region.args[1:]):
+            scope[name] = tensor(arg, arg.type)
+        body_scope = self._in_region(region, scope, node.body)
+        if _contains_return(node.body):
+            raise self.error(node, "return inside a loop is not supported")
+        yields = self._loop_yields(node, region, carried, inits, body_scope)
+        Builder(region, self.builder.loc).create("yield", [v.handle for v in yields])
+        op = self.builder.create("for", [b.handle for b in bounds] + [v.handle for v in inits],
+                                 [v.ty for v in inits], regions=[region])
+        self._bind_results(op, carried)
+
+    def visit_While(self, node):
+        if node.orelse:
+            raise self.error(node, "while/else is not supported in kernels")
+        carried = self._carried(node.body)
+        inits = [self._to_carried(name) for name in carried]
+        before = Region([Value(v.ty, name) for name, v in zip(carried, inits)])
+        after = Region([Value(v.ty, name) for name, v in zip(carried, inits)])
+        scope = dict(self.scope)
+        for name, arg in zip(carried, before.args):
+            scope[name] = tensor(arg, arg.type)
+        saved_region, saved_scope = self.builder.region, self.scope
+        self.builder.region, self.scope = before, scope
+        try:
+            cond = self.visit(node.test)
+            if not isinstance(cond, tensor):
+                raise self.error(node.test, "a while loop needs a runtime condition (a constant one never ends "
+                                            "without break, which kernels do not support)")
+            cond = self._cond_scalar(node.test, cond)
+            self.builder.create("condition", [cond.handle] + list(before.args))
+        finally:
+            self.builder.region, self.scope = saved_region, saved_scope
+        scope = dict(self.scope)
+        for name, arg in zip(carried, after.args):
+            scope[name] = tensor(arg, arg.type)
+        body_scope = self._in_region(after, scope, node.body)
+        if _contains_return(node.body):
+            raise self.error(node, "return inside a loop is not supported")
+        yields = self._loop_yields(node, after, carried, inits, body_scope)
+        Builder(after, self.builder.loc).create("yield", [v.handle for v in yields])
+        op = self.builder.create("while", [v.handle for v in inits], [v.ty for v in inits], regions=[before, after])
+        self._bind_results(op, carried)
+
+    def _carried(self, body) -> list[str]:
+        out = []
+        for name in _assigned_names(body):
+            v = self.scope.get(name, _MISSING)
+            if isinstance(v, tensor) or _is_number(v):
+                out.append(name)
+        return out
+
+    def _to_carried(self, name) -> tensor:
+        v = self.scope[name]
+        return v if isinstance(v, tensor) else S.to_tensor(v)
+
+    def _loop_yields(self, node, region, carried, inits, body_scope) -> list[tensor]:
+        yields = []
+        for name, init in zip(carried, inits):
+            v = body_scope.get(name)
+            if not isinstance(v, tensor):
+                if _is_number(v):
+                    v = self._materialize(region, v, init)
+                else:
+                    raise self.error(node, f"loop-carried variable `{name}` is re-assigned to a non-tensor value")
+            if v.ty != init.ty:
+                raise self.error(node, f"loop-carried variable `{name}` has initial type {init.ty} but is "
+                                       f"re-assigned to {v.ty} in the loop; make sure the type stays consistent "
+                                       f"(e.g. initialise it with tl.zeros(..., dtype=...) or cast with .to())")
+            yields.append(v)
+        return yields
+
+    def _bind_results(self, op, carried):
+        for name, res in zip(carried, op.results):
+            res.name = name
+            self.scope[name] = tensor(res, res.type)
