@@ -21,6 +21,9 @@ from .program import Buffer, Inst, Mem, Param, Program, Val, fmt_num
 EVENT_IDS = MACHINES["ascend910b"].event_ids
 _FLOAT_NAMES = {"inf": math.inf, "nan": math.nan}
 _ATOMICS = ("add", "max", "min")
+_TOKEN_NAMES = {"MINUS": "'-'", "PLUS": "'+'", "COMMA": "','", "LSQB": "'['", "RSQB": "']'",
+                "LPAR": "'('", "RPAR": "')'", "COLON": "':'", "EQUAL": "'='", "_NL": "end of line",
+                "LOC": "loc(...)"}
 _STRIDED_IMPLS = {"vbinary", "vscalar", "vunary", "vcmp", "vsel", "vcast", "vfill", "vreduce",
                   "vscan", "vtranspose", "mmad"}
 
@@ -90,7 +93,7 @@ class _Assembler:
             what = "end of line" if tok.type == "_NL" else f"{str(tok)!r}"
             if tok.type == "$END":
                 what = "end of input"
-            exp = sorted(x for x in e.expected if not x.startswith("__"))[:8]
+            exp = sorted(_TOKEN_NAMES.get(x, x) for x in e.expected if not x.startswith("__"))[:8]
             msg = f"unexpected {what}; expected one of {', '.join(exp)}"
         elif isinstance(e, UnexpectedCharacters):
             msg = f"unexpected character {self.lines[line - 1][col - 1]!r}" if line else str(e)

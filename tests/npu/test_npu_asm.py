@@ -1,0 +1,139 @@
+"""Assembler: syntax, directives, table-driven checks, errors with position, canonical printer."""
+from __future__ import annotations
+
+import pytest
+
+from tritonpu.isa import EXAMPLES_DIR, INSTRUCTIONS, TYPESETS
+from tritonpu.npu import AsmError, assemble
+
+_OTHER = {"S": "V", "V": "MTE3"}
+
+
+def sample_line(name, ins):
+    """A valid line for every instruction of the table, with every option."""
+    types = []
+    for t in ins.types:
+        s = TYPESETS[t.rstrip("?")]
+        types.append("f32" if "f32" in s else s[0])
+    if ins.impl == "mmad":
+        types = ["f32", "f16"]
+    if ins.impl in ("vbinary", "vscalar") and ins.types == ("I",):
+        types = ["i32"]
+    ops = []
+    for oname, kind in ins.operands:
+        k = kind.rstrip("?")
+        if k == "rd":
+            ops.append("s1")
+        elif k == "val":
+            ops.append("s2+4")
+        elif k == "label":
+            ops.append("L")
+        elif k == "pipe":
+            ops.append("S" if oname == "src" else "V")
+        elif k == "pipe|all":
+            ops.append("all")
+        elif k in ("event", "axis"):
+            ops.append("1")
+        else:
+            space = k.split(":")[0].split("|")[0]
+            ops.append("x[s3+64]" if space == "gm" else f"{space}[buf+512]")
+    for oname, kind, _ in ins.options:
+        v = {"atomic": "add", "idx": "i32", "transpose": "1", "axis": "1", "mask": "ub[1024]",
+             "pad": "-inf"}.get(oname, "s4")
+        ops.append(f"{oname}={v}")
+    return ".".join([name] + types) + (" " + ", ".join(ops) if ops else "")
+
+
+def test_every_instruction_assembles_and_round_trips():
+    lines = [".kernel all", ".param x gm f32", ".param n i32", ".buffer buf ub 1024 4096", "L:"]
+    for name, ins in INSTRUCTIONS.items():
+        if name == "endfor":
+            continue
+        lines.append("    " + sample_line(name, ins))
+        if name == "for":
+            lines.append("    endfor")
+    prog = assemble("\n".join(lines) + "\n")
+    assert {i.spec.name for i in prog.code} == set(INSTRUCTIONS)
+    text = prog.text()
+    again = assemble(text)
+    assert again.text() == text
+    assert [i.text() for i in again.code] == [i.text() for i in prog.code]
+
+
+@pytest.mark.parametrize("path", sorted(EXAMPLES_DIR.glob("*.s")), ids=lambda p: p.name)
+def test_examples_round_trip(path):
+    text = assemble(path.read_text()).text()
+    assert assemble(text).text() == text
+
+
+def test_syntax_comments_labels_directives_loc():
+    prog = assemble("""; a comment
+# another
+.kernel k   // trailing
+.param x gm f32
+.param n i32 init=5
+.buffer t ub 0x100 256
+.reg i s7
+.grid 2 3
+start: mov i, n
+loop:
+    add i, i, -1
+    vadd.f32 ub[t+32], ub[t], ub[t, 0, 1], i, rows=2 loc("my.py":10:4)
+    br.gt i, 0, loop
+""")
+    assert prog.name == "k" and prog.grid == (2, 3) and prog.labels == {"start": 0, "loop": 1}
+    v = prog.code[2]
+    assert v.loc == ("my.py", 10, 4) and v.args[0].addr.value() == 0x120 and v.args[3].regname == "i"
+    assert prog.code[0].args[1].regname == "n" and prog.code[0].args[1].reg >= 64
+    assert prog.code[3].target == 1
+    text = prog.text()
+    assert 'vadd.f32 ub[t+32], ub[t], ub[t, 0, 1], i, rows=2 loc("my.py":10:4)' in text
+    assert "start:\n    mov i, n" in text and ".buffer t ub 256 256" in text
+
+
+def test_numbers_canonical():
+    p = assemble("    mov s1, 0x10\n    mov s2, -1.5e3\n    mov s3, inf\n    mov s4, -inf\n    mov s5, nan\n")
+    assert p.text() == "    mov s1, 16\n    mov s2, -1500.0\n    mov s3, inf\n    mov s4, -inf\n    mov s5, nan\n"
+
+
+ERRORS = [
+    ("    vadd.f32 ub[0], ub[0]\n", 1, 5, "takes 4 operands"),
+    ("    nop\n    foo s1\n", 2, 5, "unknown instruction 'foo'"),
+    ("    vand.f32 ub[0], ub[0], ub[0], 8\n", 1, 5, "element type 'f32' not allowed"),
+    ("    vadd ub[0], ub[0], ub[0], 8\n", 1, 5, "takes 1 type suffix"),
+    ("    add s1, s2, @\n", 1, 17, "unexpected character '@'"),
+    ("    add s1, s2,\n", 1, 16, "unexpected end of line; expected one of '-', NAME, NUMBER, REG"),
+    ("    set_flag MTE2, V, 8\n", 1, 23, "event must be an immediate 0..7"),
+    ("    set_flag V, V, 0\n", 1, 5, "source and destination pipe are both V"),
+    ("    wait_flag X, V, 0\n", 1, 15, "unknown pipe 'X'"),
+    ("    jmp nowhere\n", 1, 9, "undefined label 'nowhere'"),
+    ("a:\na:\n", 2, 1, "label 'a' defined twice"),
+    ("    mov 3, s1\n", 1, 9, "expected a register"),
+    ("    mov s64, 1\n", 1, 9, "no register s64"),
+    ("    add s1, s2+s3, 1\n", 1, 16, "at most one register"),
+    ("    add s1, 4-s3, 1\n", 1, 15, "a register may only be added"),
+    ("    mov.gm.ub l1[0], l1[0], 1, 32, 0, 0\n", 1, 15, "expected ub, got l1"),
+    ("    mov.gm.ub ub[0, 4], ub[0], 1, 32, 0, 0\n", 1, 15, "takes no strides"),
+    ("    vadd.f32 ub[0], ub[0], ub[0], 8, lanes=2\n", 1, 38, "has no option 'lanes'"),
+    ("    mov.ub.gm y[0], ub[0], 1, 32, 0, 0\n", 1, 15, "unknown memory space or GM parameter 'y'"),
+    (".param x gm f32\n    mov.ub.gm x[0], ub[0], 1, 32, 0, 0, atomic=add\n", 2, 5, "atomic= needs an element type"),
+    ("    mov.l1.l0b l0b[0], l1[0], 1, 32, 0, 0, transpose=1\n", 1, 5, "transpose=1 needs"),
+    ("    mmad.f32.i8 l0c[0], l0a[0], l0b[0], 16, 16, 16\n", 1, 5, "i8 inputs accumulate in i32"),
+    ("    for s1, 0, 4, 1\n", 1, 5, "for without endfor"),
+    ("    endfor\n", 1, 5, "endfor without for"),
+    (".gm x f32 init=zeros\n", 1, 1, "expected a shape"),
+    (".param x gm f99\n", 1, 1, "unknown element type 'f99'"),
+    (".frob 1\n", 1, 1, "unknown directive .frob"),
+    ("    add s1, s2, undefined_name\n", 1, 17, "undefined name 'undefined_name'"),
+]
+
+
+@pytest.mark.parametrize("text,line,col,msg", ERRORS)
+def test_errors_have_line_column_and_text(text, line, col, msg):
+    with pytest.raises(AsmError) as e:
+        assemble(text, filename="t.s")
+    err = e.value
+    assert msg in err.message, err.message
+    assert (err.line, err.col) == (line, col), str(err)
+    assert err.text == text.splitlines()[line - 1]
+    assert str(err).startswith(f"t.s:{line}:{col}: error:") and "^" in str(err)
