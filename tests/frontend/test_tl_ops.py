@@ -475,3 +475,23 @@ def test_cdiv():
     assert out.tolist() == [4, 5, 3]
     assert tritonpu.cdiv(17, 5) == 4 and tritonpu.cdiv(16, 4) == 4
     assert [tritonpu.next_power_of_2(v) for v in (0, 1, 2, 3, 17, 64, 65)] == [1, 1, 2, 4, 32, 64, 128]
+
+
+@tritonpu.jit
+def pointer_select_kernel(x_ptr, y_ptr, out_ptr, n):
+    offs = tl.max_contiguous(tl.multiple_of(tl.arange(0, 16), 16), 16)
+    p = tl.where(offs < n, x_ptr + offs, y_ptr + offs)      # a block of pointers chosen per lane
+    q = (out_ptr + 16) - 16                                  # pointer minus an int
+    tl.debug_barrier()
+    tl.store(q + offs, tl.load(p))
+    tl.store(out_ptr + 16 + offs, 5.0)                       # a scalar stored through a block of pointers
+    tl.store(out_ptr + 32, (p == x_ptr + offs).to(tl.float32).sum())
+    tl.store(out_ptr + 33, (not (n > 3)).to(tl.float32))
+
+
+def test_pointer_where_compare_and_sub():
+    x = np.arange(16, dtype=np.float32)
+    out = np.zeros(34, np.float32)
+    pointer_select_kernel[(1,)](x, -x, out, 8)
+    assert out[:16].tolist() == list(range(8)) + [-v for v in range(8, 16)]
+    assert out[16:32].tolist() == [5.0] * 16 and out[32] == 8 and out[33] == 0.0

@@ -21,7 +21,6 @@ import types as pytypes
 
 from tritonpu.errors import CompilationError
 from tritonpu.ir import Builder, Function, Loc, Region, Value
-from tritonpu.ir import types as T
 from tritonpu.language import core as tl
 from tritonpu.language import semantic as S
 from tritonpu.language.core import SemanticError, tensor

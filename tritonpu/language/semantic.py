@@ -378,7 +378,9 @@ def where(cond, x, y) -> tensor:
     cond = to_tensor(cond)
     if not cond.dtype.is_bool():
         cond = _as_bool(cond)
-    x, y = binary_operands(x, y)
+    x, y = binary_operands(x, y, allow_lhs_ptr=True, allow_rhs_ptr=True)
+    if x.dtype.is_ptr() != y.dtype.is_ptr():
+        raise SemanticError(f"tl.where cannot choose between {x.dtype!r} and {y.dtype!r}")
     # broadcast all three to one shape
     cond, x = broadcast_pair(cond, x)
     cond, y = broadcast_pair(cond, y)
