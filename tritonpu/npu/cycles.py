@@ -128,3 +128,25 @@ def l2_read(seen: np.ndarray, gran: np.ndarray, seg, granules_per_line: int):
     cold = int(np.count_nonzero(new))
     seen[lines] = True
     return cold, int(gran.size) - cold
+
+
+def l2_read_range(seen: np.ndarray, lo: int, hi: int, beat: int, granules_per_line: int):
+    """``l2_read`` for one contiguous segment ``[lo, hi)`` (the common case), without arrays."""
+    g0, g1 = lo // beat, (hi - 1) // beat
+    l0, l1 = g0 // granules_per_line, g1 // granules_per_line
+    beats = g1 - g0 + 1
+    if l0 == l1:
+        cold = 0 if seen[l0] else beats
+        seen[l0] = True
+        return cold, beats - cold
+    sl = seen[l0:l1 + 1]
+    unseen = sl.size - int(np.count_nonzero(sl))
+    if unseen == 0:
+        cold = 0
+    elif unseen == sl.size:
+        cold = beats
+    else:
+        gran = np.arange(g0, g1 + 1)
+        cold = int(np.count_nonzero(~seen[gran // granules_per_line]))
+    sl[...] = True
+    return cold, beats - cold

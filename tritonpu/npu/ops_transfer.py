@@ -58,6 +58,7 @@ def _xfer(st, inst, prog):
     g_pad = getter(o["pad"], R) if "pad" in o and not o["pad"].static else None
     race = st.race
     lpl = m.l2_line_bytes // m.beat_bytes
+    beat = m.beat_bytes
     seen = st.gm_seen.get(sname)
     rmap = st.gm_read.get(sname)
     wmap = st.gm_written.get(dname)
@@ -122,7 +123,9 @@ def _xfer(st, inst, prog):
             dst = _view(dbuf, dt, (nseg, seg // eb), da, (ds, eb))
             _ATOMIC[atomic](dst, src, out=dst)
         else:
-            if rl > 0:
+            if nseg == 1:
+                dbuf[da:da + rl] = sbuf[sa:sa + rl]
+            elif rl > 0:
                 _view(dbuf, U8, (nseg, rl), da, (ds, 1))[...] = _view(sbuf, U8, (nseg, rl), sa, (ss, 1))
             if rl < seg:
                 eb = dt.itemsize
@@ -133,18 +136,27 @@ def _xfer(st, inst, prog):
                 _view(dbuf, dt, (nseg, (seg - rl) // eb), da + rl, (ds, eb))[...] = pv
         # ---- cost ----
         if sgm:
-            starts = sa + np.arange(nseg, dtype=np.int64) * ss if nseg > 1 else (sa,)
-            gran, _, segs = cycles.granules(starts, rl, m.beat_bytes)
-            cold, warm = cycles.l2_read(seen, gran, segs, lpl)
-            cost = cycles.read_transfer(m, path, cold, warm)
-            if rl > 0:
+            if rl <= 0:
+                cold = warm = 0
+            elif nseg == 1:
+                cold, warm = cycles.l2_read_range(seen, sa, sa + rl, beat, lpl)
+                rmap[sa:sa + rl] = True
+            else:
+                starts = sa + np.arange(nseg, dtype=np.int64) * ss
+                gran, _, segs = cycles.granules(starts, rl, beat)
+                cold, warm = cycles.l2_read(seen, gran, segs, lpl)
                 _view(rmap, BOOL, (nseg, rl), sa, (ss, 1))[...] = True
+            cost = cycles.read_transfer(m, path, cold, warm)
             st.add_bytes(path, nseg * rl)
         elif dgm:
-            starts = da + np.arange(nseg, dtype=np.int64) * ds if nseg > 1 else (da,)
-            _, beats, _ = cycles.granules(starts, dl, m.beat_bytes)
+            if nseg == 1:
+                beats = (da + dl - 1) // beat - da // beat + 1
+                wmap[da:da + dl] = True
+            else:
+                starts = da + np.arange(nseg, dtype=np.int64) * ds
+                _, beats, _ = cycles.granules(starts, dl, beat)
+                _view(wmap, BOOL, (nseg, dl), da, (ds, 1))[...] = True
             cost = cycles.write_transfer(m, path, beats)
-            _view(wmap, BOOL, (nseg, dl), da, (ds, 1))[...] = True
             st.add_bytes(path, nseg * dl)
         else:
             cost = cycles.onchip_transfer(m, path, nseg, dl)

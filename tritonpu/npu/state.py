@@ -44,6 +44,7 @@ class State:
         self.bytes_by_path = {}
         self.macs = {}
         self.stalls = {}
+        self.queue_wait = {}
         self.core_cycles = []
         self.busy_by_core = []
         self.count_by_core = []
@@ -62,11 +63,15 @@ class State:
         self.clk = [0] * NP
         self.busy = [0] * NP
         self.cnt = [0] * NP
+        self.queued = [0] * NP  # cycles instructions waited after issue for their busy pipe
         self.flags = {}
         if self.race is not None:
             self.race.reset()
 
     def finish_core(self):
+        for p, q in enumerate(self.queued):
+            if q:
+                self.queue_wait[PIPES[p]] = self.queue_wait.get(PIPES[p], 0) + q
         end = max([self.ts] + self.clk)
         self.core_cycles.append(end)
         self.busy_by_core.append(list(self.busy))
@@ -97,6 +102,7 @@ class State:
         self.busy[0] += 1
         c = self.clk[p]
         if c > t:
+            self.queued[p] += c - t
             t = c
         self.clk[p] = t + cost
         self.busy[p] += cost

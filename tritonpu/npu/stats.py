@@ -1,5 +1,10 @@
 """Launch statistics, the per-pipe profile table and the Chrome trace-event timeline.
 
+Stalls by reason (cycles, summed over cores): ``wait_flag SRC->DST`` — the pipe DST (or the
+scalar unit) idled from when it could have started until the flag fired; ``barrier all`` — the
+scalar unit waited for every pipe.  ``queue_wait[P]``: cycles instructions spent in pipe P's
+queue after their issue while P was busy with earlier work (back-pressure, not idleness).
+
 Guarantees: ``cycles`` is the slowest core's cycles; ``pipe_busy`` sums busy cycles over cores
 (keys: scalar mte2 mte1 cube fix vector mte3; the scalar unit is busy one cycle per instruction
 it issues plus scalar GM latencies); the roofline follows DESIGN.md §6 over the distinct GM bytes
@@ -34,6 +39,7 @@ class Stats:
     bytes_by_path: dict
     bytes_by_pipe: dict
     stalls: dict
+    queue_wait: dict
     read_bytes: int
     write_bytes: int
     cube_macs: int
@@ -74,7 +80,7 @@ class Stats:
                    pipe_busy=busy, pipe_busy_by_core=[dict(zip(PIPE_STAT_NAMES, b))
                                                       for b in st.busy_by_core],
                    instr_count=cnt, bytes_by_path=dict(st.bytes_by_path), bytes_by_pipe=by_pipe,
-                   stalls=stalls, read_bytes=rd, write_bytes=wr,
+                   stalls=stalls, queue_wait=dict(st.queue_wait), read_bytes=rd, write_bytes=wr,
                    cube_macs=int(sum(st.macs.values())), macs_by_dtype=dict(st.macs),
                    roofline_cycles=terms[bound], roofline_bound=bound, roofline_terms=terms,
                    gm=arrays, _trace=st.trace, _code=prog.code)
@@ -97,6 +103,8 @@ class Stats:
             lines.append("bytes by path: " + ", ".join(f"{k} {v}" for k, v in self.bytes_by_path.items()))
         if self.stalls:
             lines.append("stalls: " + ", ".join(f"{k} {v}" for k, v in self.stalls.items()))
+        if self.queue_wait:
+            lines.append("queue wait (pipe busy): " + ", ".join(f"{k} {v}" for k, v in self.queue_wait.items()))
         if len(self.core_cycles) > 1:
             cc = self.core_cycles
             lines.append(f"core cycles: min {min(cc)}, max {max(cc)}, mean {sum(cc) / len(cc):.0f}")
