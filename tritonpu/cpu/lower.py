@@ -35,6 +35,7 @@ class PtrArg:
     size: object       # i64 bytes
     base: object       # i64 address (ptrtoint)
     name: str
+    elem: int          # pointee size in bytes
 
 
 @dataclass
@@ -80,6 +81,7 @@ class KernelCtx(Ctx):
         self.op_list = list(fn.walk())
         self.op_ids = {id(op): i for i, op in enumerate(self.op_list)}
         self.prints: dict = {}
+        self.ptr_bitcasts = any(op.name == "bitcast" and op.results[0].type.is_ptr for op in self.op_list)
 
     def settle(self, value, lowered):
         if not isinstance(lowered, Expr):
@@ -143,7 +145,7 @@ def lower(fn) -> Lowered:
         if a.type.is_ptr:
             size = next(it)
             base = b.ptrtoint(p, I64)
-            ctx.ptr_args.append(PtrArg(p, size, base, a.name or f"arg{len(names)}"))
+            ctx.ptr_args.append(PtrArg(p, size, base, a.name or f"arg{len(names)}", a.type.pointee.kind.bytes))
             names.append(a.name or f"arg{len(names)}")
             ctx.env[id(a)] = Scalar(base, a.type)
         else:

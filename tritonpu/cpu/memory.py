@@ -106,7 +106,7 @@ def emit_error(ctx, code: int, op, k: int, value) -> None:
     b.position_at_end(ctx.block("dead"))
 
 
-def _lane_ok(ctx, addr, size: int, k: int):
+def _lane_ok(ctx, addr, size: int, k: int, align: bool = True):
     """i1: ``addr`` (i64) addresses a whole, aligned element inside argument k (or any, k = MULTI)."""
     b = ctx.b
     args = ctx.ptr_args if k == MULTI else [ctx.ptr_args[k]]
@@ -114,36 +114,66 @@ def _lane_ok(ctx, addr, size: int, k: int):
     for pa in args:
         off = b.sub(addr, pa.base)
         inside = b.and_(b.icmp_unsigned("<", off, pa.size), b.icmp_unsigned(">=", b.sub(pa.size, off), const(I64, size)))
-        if size > 1:
+        if align:
             inside = b.and_(inside, b.icmp_unsigned("==", b.and_(off, const(I64, size - 1)), const(I64, 0)))
         ok = inside if ok is None else b.or_(ok, inside)
     return ok if ok is not None else const(I1, 0)
 
 
-def check_access(ctx, op, ptrv, maskv, size: int, k: int) -> None:
-    """Emit the bounds check of every active lane of ``ptrv`` before the access."""
+def _needs_align(ctx, k: int, size: int) -> bool:
+    """Offsets are multiples of the element size unless pointers were bitcast between types."""
+    return size > 1 and (k == MULTI or ctx.ptr_bitcasts or ctx.ptr_args[k].elem != size)
+
+
+def _report_first_bad(ctx, op, ptrv, maskv, size, k, bad) -> None:
+    """If ``bad``: find the first bad lane (row-major, scalar loop) and leave with its record."""
     b = ctx.b
-    shape = ptrv.shape
+    align = _needs_align(ctx, k, size)
 
     def lane_bad(idx):
-        bad = b.not_(_lane_ok(ctx, ctx.get(ptrv, idx), size, k))
-        if maskv is not None:
-            bad = b.and_(bad, ctx.get(maskv, idx))
-        return bad
+        r = b.not_(_lane_ok(ctx, ctx.get(ptrv, idx), size, k, align))
+        return r if maskv is None else b.and_(r, ctx.get(maskv, idx))
 
-    if numel(shape) == 1:
-        bad = lane_bad([const(I64, 0)] * len(shape))
-    else:
-        acc = ctx.var(I1, const(I1, 0))
-        ctx.nest(shape, lambda idx: b.store(b.or_(b.load(acc), lane_bad(idx)), acc))
-        bad = b.load(acc)
     with b.if_then(bad, likely=False):
         def find(idx):
             with b.if_then(lane_bad(idx), likely=False):
                 a = ctx.get(ptrv, idx)
                 off = a if k == MULTI else b.sub(a, ctx.ptr_args[k].base)
                 emit_error(ctx, ERR_OOB, op, k, off)
-        ctx.nest(shape, find)
+        ctx.nest(ptrv.shape, find)
+
+
+def check_access(ctx, op, ptrv, maskv, size: int, k: int) -> None:
+    """Emit the bounds check of every active lane of ``ptrv`` before the access (atomics)."""
+    b = ctx.b
+    align = _needs_align(ctx, k, size)
+    acc = ctx.var(I1, const(I1, 0))
+
+    def body(idx):
+        bad = b.not_(_lane_ok(ctx, ctx.get(ptrv, idx), size, k, align))
+        if maskv is not None:
+            bad = b.and_(bad, ctx.get(maskv, idx))
+        b.store(b.or_(b.load(acc), bad), acc)
+    ctx.nest(ptrv.shape, body)
+    _report_first_bad(ctx, op, ptrv, maskv, size, k, b.load(acc))
+
+
+def checked_access(ctx, op, ptrv, maskv, size: int, k: int, lane) -> None:
+    """One loop over the lanes: ``lane(idx, active, addr)`` accesses memory only where ``active``
+    (mask and in bounds); afterwards a bad active lane leaves the kernel with its record."""
+    b = ctx.b
+    align = _needs_align(ctx, k, size)
+    acc = ctx.var(I1, const(I1, 0))
+
+    def body(idx):
+        a = ctx.get(ptrv, idx)
+        ok = _lane_ok(ctx, a, size, k, align)
+        m = ctx.get(maskv, idx) if maskv is not None else None
+        bad = b.not_(ok) if m is None else b.and_(m, b.not_(ok))
+        b.store(b.or_(b.load(acc), bad), acc)
+        lane(idx, ok if m is None else b.and_(m, ok), a)
+    ctx.nest(ptrv.shape, body)
+    _report_first_bad(ctx, op, ptrv, maskv, size, k, b.load(acc))
 
 
 def address(ctx, a, k: int):
@@ -168,12 +198,11 @@ def write(ctx, p, v, s):
     ctx.b.store(v, p, align=elem_bytes(s))
 
 
-def _masked(ctx, maskv, idx, then, default):
-    """``then()`` where the lane is active, else ``default`` (a phi; no access happens)."""
-    if maskv is None:
+def _masked(ctx, m, then, default):
+    """``then()`` where the i1 ``m`` holds, else ``default`` (a phi; no access happens)."""
+    if m is None:
         return then()
     b = ctx.b
-    m = ctx.get(maskv, idx)
     pre = b.block
     with b.if_then(m):
         v = then()
@@ -198,18 +227,21 @@ def lower_load(ctx, op, ins):
     ty = op.results[0].type
     s = ty.scalar
     k = _prov(ctx, op)
-    check_access(ctx, op, ptrv, maskv, elem_bytes(s), k)
     zero = zero_of(s)
-
-    def lane(idx):
-        dflt = ctx.get(other, idx) if other is not None else zero
-        return _masked(ctx, maskv, idx, lambda: read(ctx, address(ctx, ctx.get(ptrv, idx), k), s), dflt)
-
-    if not ty.is_block:
-        return [Scalar(lane([]), s)]
-    g = ctx.buffer(numel(ty.shape), mem_type(s), "ld")
+    out = []
+    g = ctx.buffer(numel(ty.shape), mem_type(s), "ld") if ty.is_block else None
     strides = row_major(ty.shape)
-    ctx.nest(ty.shape, lambda idx: ctx.put(g, lane(idx), s, ctx.offset(idx, strides)))
+
+    def lane(idx, active, a):
+        dflt = ctx.get(other, idx) if other is not None else zero
+        v = _masked(ctx, active, lambda: read(ctx, address(ctx, a, k), s), dflt)
+        if g is None:
+            out.append(v)
+        else:
+            ctx.put(g, v, s, ctx.offset(idx, strides))
+    checked_access(ctx, op, ptrv, maskv, elem_bytes(s), k, lane)
+    if g is None:
+        return [Scalar(out[0], s)]
     return [Buf(g, ty.shape, strides, s)]
 
 
@@ -218,19 +250,12 @@ def lower_store(ctx, op, ins):
     maskv = ins[2] if len(ins) > 2 else None
     s = op.operands[1].type.scalar
     k = _prov(ctx, op)
-    check_access(ctx, op, ptrv, maskv, elem_bytes(s), k)
 
-    def lane(idx):
+    def lane(idx, active, a):
         v = ctx.get(val, idx)
-
-        def do():
-            write(ctx, address(ctx, ctx.get(ptrv, idx), k), v, s)
-        if maskv is None:
-            do()
-        else:
-            with ctx.b.if_then(ctx.get(maskv, idx)):
-                do()
-    ctx.nest(ptrv.shape, lane)
+        with ctx.b.if_then(active):
+            write(ctx, address(ctx, a, k), v, s)
+    checked_access(ctx, op, ptrv, maskv, elem_bytes(s), k, lane)
     return []
 
 
@@ -285,7 +310,7 @@ def lower_atomic(ctx, op, ins):
                 new = _rmw(b, kind, cur, ctx.get(ins[1], idx), s)
             write(ctx, p, new, s)
             return cur
-        return _masked(ctx, maskv, idx, do, zero)
+        return _masked(ctx, ctx.get(maskv, idx) if maskv is not None else None, do, zero)
 
     if not ty.is_block:
         return [Scalar(lane([]), s)]

@@ -1,6 +1,8 @@
 """The table of backends a launch can run on: name -> function(kernel, arrays, grid, options)."""
 from __future__ import annotations
 
+import os
+
 from tritonpu.errors import ExecutionError, LaunchError
 
 
@@ -32,6 +34,9 @@ def launch(name, kernel, arrays, grid, options):
     if grid[0] * grid[1] * grid[2] == 0:
         return None
     try:
+        if options.get("check") or os.environ.get("TRITONPU_CHECK"):
+            from tritonpu.cpu.check import checked_launch
+            return checked_launch(BACKENDS, name, kernel, arrays, grid, options)
         return BACKENDS[name](kernel, arrays, grid, options)
     except ExecutionError:
         raise

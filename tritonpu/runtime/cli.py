@@ -15,6 +15,11 @@ def add_run_command(sub) -> None:
                                    "specialization it compiles, print the stages asked for.")
     p.add_argument("file", help="the Python script to run")
     p.add_argument("--emit-ir", action="store_true", help="print the dataflow IR from the frontend")
+    p.add_argument("--emit-llvm", action="store_true",
+                   help="print the optimised LLVM IR of each kernel the cpu backend compiles (once per kernel)")
+    p.add_argument("--check", action="store_true",
+                   help="precision check: rerun every launch on a baseline backend (cpu, or ref when checking cpu) "
+                        "and report the max abs/rel error of each output (sets TRITONPU_CHECK)")
     p.add_argument("--backend", choices=["ref", "cpu", "npu"],
                    help="run every launch on this backend (sets TRITONPU_BACKEND)")
     p.add_argument("script_args", nargs="*", help="arguments passed to the script (after --)")
@@ -29,14 +34,30 @@ def _printer(args):
     return on_compile
 
 
+def _launch_printer(args):
+    shown = set()
+
+    def on_launch(jitfn, handle):
+        kernel = handle.kernel
+        if getattr(args, "emit_llvm", False) and kernel.asm.get("llvm") and kernel.key not in shown:
+            shown.add(kernel.key)
+            print(f"// ---- {kernel.name}: llvm ----")
+            print(kernel.asm["llvm"], end="", flush=True)
+    return on_launch
+
+
 def run_command(args) -> int:
     if not os.path.isfile(args.file):
         print(f"tritonpu run: no such file: {args.file}", file=sys.stderr)
         return 2
     if args.backend:
         os.environ["TRITONPU_BACKEND"] = args.backend
+    if getattr(args, "check", False):
+        os.environ["TRITONPU_CHECK"] = "1"
     listener = _printer(args)
     hooks.add_listener(listener)
+    launch_listener = _launch_printer(args)
+    hooks.add_launch_listener(launch_listener)
     saved_argv = sys.argv
     sys.argv = [args.file] + list(args.script_args)
     sys.path.insert(0, os.path.dirname(os.path.abspath(args.file)))
@@ -50,4 +71,5 @@ def run_command(args) -> int:
     finally:
         sys.argv = saved_argv
         hooks.remove_listener(listener)
+        hooks.remove_launch_listener(launch_listener)
     return 0

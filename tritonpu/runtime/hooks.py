@@ -1,5 +1,7 @@
 """What happens each time a kernel is compiled: CLI dumps (``--emit-ir`` ...) and
-``TRITONPU_DUMP_DIR`` files. The CLI registers printers here; the runtime calls ``compiled``."""
+``TRITONPU_DUMP_DIR`` files. The CLI registers printers here; the runtime calls ``compiled``,
+and ``launched`` after each launch (backends fill ``kernel.asm`` stages such as ``llvm`` while
+running, so printers of those stages listen to launches)."""
 from __future__ import annotations
 
 import os
@@ -28,3 +30,24 @@ def compiled(jitfn, kernel) -> None:
             (d / f"{kernel.name}.{kernel.key[:8]}.{stage}.{ext}").write_text(text)
     for fn in list(_listeners):
         fn(jitfn, kernel)
+
+
+_launch_listeners: list = []
+
+
+def add_launch_listener(fn) -> None:
+    """``fn(jitfn, handle)`` is called after every launch (the backend has run)."""
+    _launch_listeners.append(fn)
+
+
+def remove_launch_listener(fn) -> None:
+    if fn in _launch_listeners:
+        _launch_listeners.remove(fn)
+
+
+def launched(jitfn, handle, options) -> None:
+    """After a launch: attach the precision-check report (``check=True``) as ``handle.check``
+    (None when no check ran) and notify the launch listeners."""
+    handle.check = options.pop("_check_report", None)
+    for fn in list(_launch_listeners):
+        fn(jitfn, handle)

@@ -263,6 +263,7 @@ class JITFunction:
                 raise LaunchError(f"argument `{p.name}` is not C-contiguous; pass np.ascontiguousarray(...)")
         from tritonpu.runtime import backends
         handle.stats = backends.launch(backend, kernel, arrays, grid, options)
+        hooks.launched(self, handle, options)
         return handle
 
     def warmup(self, *args, grid, **kwargs) -> LaunchHandle:
