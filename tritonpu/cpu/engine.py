@@ -39,13 +39,17 @@ def _llvm():
             libm = ctypes.util.find_library("m")
             if libm:
                 llvm.load_library_permanently(libm)
-            target = llvm.Target.from_default_triple()
-            _STATE["tm"] = target.create_target_machine(cpu=llvm.get_host_cpu_name(),
-                                                        features=llvm.get_host_cpu_features().flatten(),
-                                                        opt=3, jit=True)
+            _STATE["tm"] = _new_tm(llvm)
+            _STATE["layout"] = str(_STATE["tm"].target_data)
             _STATE["print_cb"] = _PRINT_T(_on_print)
             llvm.add_symbol("tpu_print", ctypes.cast(_STATE["print_cb"], ctypes.c_void_p).value)
     return llvm, _STATE["tm"]
+
+
+def _new_tm(llvm):
+    """A host target machine (MCJIT takes ownership of the one it is given: one per engine)."""
+    return llvm.Target.from_default_triple().create_target_machine(
+        cpu=llvm.get_host_cpu_name(), features=llvm.get_host_cpu_features().flatten(), opt=3, jit=True)
 
 
 _PRINT_T = ctypes.CFUNCTYPE(None, ctypes.c_int64, ctypes.c_int32, ctypes.c_int32, ctypes.c_int32, ctypes.c_int32)
@@ -84,7 +88,7 @@ def compile_ir(text: str):
     llvm, tm = _llvm()
     mod = llvm.parse_assembly(text)
     mod.triple = llvm.get_process_triple()
-    mod.data_layout = str(tm.target_data)
+    mod.data_layout = _STATE["layout"]
     mod.verify()
     optimize(mod, tm)
     mod.verify()
@@ -100,7 +104,7 @@ def compile_kernel(kernel) -> CpuArtifact:
     llvm, tm = _llvm()
     mod = compile_ir(low.text)
     text = str(mod)
-    ee = llvm.create_mcjit_compiler(mod, tm)
+    ee = llvm.create_mcjit_compiler(mod, _new_tm(llvm))
     ee.finalize_object()
     argtypes = []
     for a in kernel.fn.args:
