@@ -35,7 +35,10 @@ def _combine(b, kind, s, acc, v, reassoc):
             return b.fadd(acc, v, flags=("reassoc", "nsz") if reassoc else ())
         return b.add(acc, v)
     if _is_float(s):
-        return M.intr(b, "maxnum" if kind == "max" else "minnum", acc, v)
+        # fmax/fmin as compare+select, not llvm.maxnum: LLVM 20's vectoriser miscompiles maxnum
+        # reductions whose trip count is not a multiple of the vector width (it skips the tail).
+        better = b.fcmp_ordered(">" if kind == "max" else "<", v, acc)
+        return b.select(b.or_(better, b.fcmp_unordered("uno", acc, acc)), v, acc)
     pred = ">" if kind == "max" else "<"
     better = b.icmp_signed(pred, v, acc) if signed(s) else b.icmp_unsigned(pred, v, acc)
     return b.select(better, v, acc)
