@@ -2,15 +2,17 @@
 
 Guarantees:
 
-* Every active lane of every access is checked *before* any lane is accessed: its byte address
-  must fall inside the array argument it was derived from (found statically by
-  ``provenance``; when a pointer may come from several arguments, inside any argument) with the
-  element fully inside and aligned to the element size. A failing check stores the op, the
-  program id, the argument and the byte offset in the error record and leaves the kernel with
-  a non-zero status; the engine raises ``ExecutionError`` with the reference's message. A bad
-  access never reaches memory, so a kernel cannot segfault through a load, store or atomic.
-* The check is a vectorisable or-reduction over the lanes; only when it fails does a second,
-  scalar loop look for the first bad lane (row-major), which is the lane the reference reports.
+* Every active lane of every access is bounds-checked: its byte address must fall inside the
+  array argument it was derived from (found statically by ``provenance``; when a pointer may
+  come from several arguments, inside any argument) with the element fully inside (and aligned
+  to the element size when pointers were bitcast). A lane that fails is never accessed, so a
+  kernel cannot segfault through a load, store or atomic. Loads and stores check in the same
+  (vectorised) loop as the access and report after it: a store that fails has written its
+  in-bounds lanes (the reference writes none); atomics check every lane first. The failing op,
+  program id, argument and byte offset go to the error record and the kernel returns a non-zero
+  status; the engine raises ``ExecutionError`` with the reference's message.
+* The first bad lane in row-major order is the one reported (a scalar re-scan, run only on
+  failure), as the reference does.
 * Loads: masked-off lanes give ``other`` or 0 and are not read. Stores: masked-off lanes are not
   written. Atomics: lanes are applied one at a time in row-major order (the grid runs
   sequentially in one thread, so this is exactly the reference's semantics) and return the old
