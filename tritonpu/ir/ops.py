@@ -39,8 +39,8 @@ BINARY = {
     "xor": "bitwise xor",
     "shl": "a << b",
     "shr": "a >> b (arithmetic for signed, logical for unsigned)",
-    "maximum": "elementwise maximum (NaN propagates)",
-    "minimum": "elementwise minimum (NaN propagates)",
+    "maximum": "elementwise maximum; floats: the non-NaN operand if one is NaN (maxnum, Triton's default)",
+    "minimum": "elementwise minimum; floats: the non-NaN operand if one is NaN (minnum, Triton's default)",
 }
 
 UNARY = {

@@ -323,7 +323,7 @@ def run(fn: Function, args: list, grid: tuple[int, int, int]) -> None:
     arrays, names, values = [], [], []
     for a, v in zip(fn.args, args):
         if a.type.is_ptr:
-            values.append(np.asarray(((len(arrays) + 1) << 40), np.int64))
+            values.append(np.asarray(Memory.base(len(arrays)), np.int64))
             arrays.append(v)
             names.append(a.name or f"arg{len(names)}")
         else:

@@ -1,7 +1,8 @@
 """Flat byte-addressed memory over the caller's arrays, for the reference evaluator.
 
 Each array argument is given a region: pointer values are int64 byte addresses
-``(region + 1) << 40 | offset``. Loads and stores translate addresses back to element indices of
+``(2 * region + 1) << 40 | offset``; the unmapped window below each region catches negative
+offsets, so they are reported against the array they came from. Loads and stores translate addresses back to element indices of
 the caller's array (no copies; stores write through), checking every active lane: an address
 outside every argument, past an array's end or not aligned to the element size raises
 :class:`MemoryFault`.
@@ -24,8 +25,14 @@ class Memory:
         self.bytes = [a.reshape(-1).view(np.uint8) for a in arrays]
         self._views: dict[tuple[int, object], np.ndarray] = {}
 
-    def base(self, k: int) -> int:
-        return (k + 1) << REGION_SHIFT
+    @staticmethod
+    def base(k: int) -> int:
+        return (2 * k + 1) << REGION_SHIFT
+
+    @staticmethod
+    def region_of(addrs):
+        """The argument an address belongs to (or, just below it, underflowed from)."""
+        return addrs >> (REGION_SHIFT + 1)
 
     def _typed(self, k: int, dtype) -> np.ndarray:
         key = (k, dtype)
@@ -39,7 +46,7 @@ class Memory:
 
     def _locate(self, addrs: np.ndarray, dtype, what: str) -> list:
         """(region, addresses, positions) groups of the (already masked) addresses."""
-        regions = (addrs >> REGION_SHIFT) - 1
+        regions = self.region_of(addrs)
         if regions.size == 0:
             return []
         k = int(regions[0])
@@ -96,7 +103,7 @@ class Memory:
                 refs.append(None)
                 continue
             a = flat[lane:lane + 1]
-            k = int((a[0] >> REGION_SHIFT) - 1)
+            k = int(self.region_of(a[0]))
             idx = self._indices(k, a, dtype, what)
             refs.append((self._typed(k, dtype), int(idx[0])))
         return refs
