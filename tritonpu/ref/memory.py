@@ -44,7 +44,7 @@ class Memory:
             self._views[key] = v
         return v
 
-    def _locate(self, addrs: np.ndarray, dtype, what: str) -> list:
+    def _locate(self, addrs: np.ndarray) -> list:
         """(region, addresses, positions) groups of the (already masked) addresses."""
         regions = self.region_of(addrs)
         if regions.size == 0:
@@ -80,7 +80,7 @@ class Memory:
         flat = addrs.reshape(-1)
         out = np.zeros(flat.size, dtype)
         sel = np.arange(flat.size) if mask is None else np.nonzero(np.broadcast_to(mask, addrs.shape).reshape(-1))[0]
-        for k, a, pos in self._locate(flat[sel], dtype, what):
+        for k, a, pos in self._locate(flat[sel]):
             idx = self._indices(k, a, dtype, what)
             out[sel[pos]] = self._typed(k, dtype)[idx]
         return out.reshape(addrs.shape)
@@ -89,7 +89,7 @@ class Memory:
         flat = addrs.reshape(-1)
         vals = np.broadcast_to(values, addrs.shape).reshape(-1)
         sel = np.arange(flat.size) if mask is None else np.nonzero(np.broadcast_to(mask, addrs.shape).reshape(-1))[0]
-        for k, a, pos in self._locate(flat[sel], vals.dtype, what):
+        for k, a, pos in self._locate(flat[sel]):
             idx = self._indices(k, a, vals.dtype, what)
             self._typed(k, vals.dtype)[idx] = vals[sel[pos]]
 

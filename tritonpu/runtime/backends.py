@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import os
 
-from tritonpu.errors import ExecutionError, LaunchError
+from tritonpu.errors import LaunchError
 
 
 def _ref(kernel, arrays, grid, options):
@@ -33,10 +33,7 @@ BACKENDS = {
 def launch(name, kernel, arrays, grid, options):
     if grid[0] * grid[1] * grid[2] == 0:
         return None
-    try:
-        if options.get("check") or os.environ.get("TRITONPU_CHECK"):
-            from tritonpu.cpu.check import checked_launch
-            return checked_launch(BACKENDS, name, kernel, arrays, grid, options)
-        return BACKENDS[name](kernel, arrays, grid, options)
-    except ExecutionError:
-        raise
+    if options.get("check") or os.environ.get("TRITONPU_CHECK"):
+        from tritonpu.cpu.check import checked_launch
+        return checked_launch(BACKENDS, name, kernel, arrays, grid, options)
+    return BACKENDS[name](kernel, arrays, grid, options)
