@@ -1,0 +1,407 @@
+"""The sync-insertion pass: golden placement, minimality, control flow, and the simulator's
+sanitizer as the judge of soundness (every program also runs, with and without the pass)."""
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+
+from tritonpu.codegen.asmlist import Access, If, Instr, Loop, While, render
+from tritonpu.codegen.sync import SyncReport, insert_sync
+from tritonpu.npu import assemble
+from tritonpu.npu.errors import RaceError
+
+HEAD = ".kernel t\n.param x gm f32\n.param y gm f32\n.param n i32\n"
+TILE = 4096                                    # bytes: 1024 f32
+
+
+def ub(lo, n=TILE):
+    return Access("ub", lo, lo + n)
+
+
+def load(dst, off=0, n=TILE, p="x"):
+    return Instr(f"mov.gm.ub ub[{dst}], {p}[{off}], 1, {n}, 0, 0", "MTE2",
+                 reads=(Access.gm(p),), writes=(ub(dst, n),))
+
+
+def vadds(dst, src, n=TILE):
+    return Instr(f"vadds.f32 ub[{dst}], ub[{src}], 1.0, {n // 4}", "V",
+                 reads=(ub(src, n),), writes=(ub(dst, n),))
+
+
+def vadd(dst, a, b, n=TILE):
+    return Instr(f"vadd.f32 ub[{dst}], ub[{a}], ub[{b}], {n // 4}", "V",
+                 reads=(ub(a, n), ub(b, n)), writes=(ub(dst, n),))
+
+
+def vdup(dst, v=1.0, n=TILE):
+    return Instr(f"vdup.f32 ub[{dst}], {v}, {n // 4}", "V", writes=(ub(dst, n),))
+
+
+def store(src, off=0, n=TILE, p="y"):
+    return Instr(f"mov.ub.gm {p}[{off}], ub[{src}], 1, {n}, 0, 0", "MTE3",
+                 reads=(ub(src, n),), writes=(Access.gm(p),))
+
+
+def sld(reg, addr):
+    return Instr(f"sld.f32 {reg}, ub[{addr}]", "S", reads=(ub(addr, 4),))
+
+
+def sst(addr, v):
+    return Instr(f"sst.f32 ub[{addr}], {v}", "S", writes=(ub(addr, 4),))
+
+
+def S(text):
+    return Instr(text, "S")
+
+
+def loop(reg, end, body, start=0):
+    return Loop(S(f"for {reg}, {start}, {end}, 1"), body)
+
+
+def text_of(nodes):
+    return HEAD + "\n".join(render(nodes)) + "\n"
+
+
+def body_lines(nodes):
+    return [ln.strip() for ln in render(nodes)]
+
+
+def run(nodes, x=None, y=None, n=0):
+    x = np.arange(4 * 1024, dtype=np.float32) if x is None else x
+    y = np.zeros(4 * 1024, np.float32) if y is None else y
+    assemble(text_of(nodes), "t.s").run({"x": x, "y": y, "n": n}, grid=(1,), sanitize=True)
+    return x, y
+
+
+def synced(nodes, **kw):
+    rep = insert_sync(nodes, **kw)
+    assert isinstance(rep, SyncReport)
+    return rep
+
+
+def assert_races(build, **kw):
+    """Without the pass the program races (so the test would notice a pass that did nothing)."""
+    with pytest.raises(RaceError):
+        run(build(), **kw)
+
+
+def flags(nodes):
+    return [ln for ln in body_lines(nodes) if ln.startswith(("set_flag", "wait_flag"))]
+
+
+# ---- straight line ------------------------------------------------------------------------------
+
+def basic():
+    return [load(0), vadds(4096, 0), store(4096)]
+
+
+def test_load_compute_store_golden_and_runs():
+    nodes = basic()
+    rep = synced(nodes)
+    assert body_lines(nodes) == [
+        "mov.gm.ub ub[0], x[0], 1, 4096, 0, 0",
+        "set_flag MTE2, V, 0",
+        "wait_flag MTE2, V, 0",
+        "vadds.f32 ub[4096], ub[0], 1.0, 1024",
+        "set_flag V, MTE3, 0",
+        "wait_flag V, MTE3, 0",
+        "mov.ub.gm y[0], ub[4096], 1, 4096, 0, 0",
+    ]
+    assert rep.pairs == 2 and rep.events_used == {("MTE2", "V"): 1, ("V", "MTE3"): 1}
+    x, y = run(nodes)
+    np.testing.assert_array_equal(y[:1024], x[:1024] + 1)
+
+
+def test_without_pass_the_sanitizer_reports_a_race():
+    assert_races(basic)
+
+
+def test_two_reads_of_one_load_need_one_pair():
+    nodes = [load(0), vadds(4096, 0), vadds(8192, 0), store(4096), store(8192, off=4096)]
+    rep = synced(nodes)
+    assert flags(nodes).count("wait_flag MTE2, V, 0") == 1
+    # MTE2->V once; each store waits only for its own vadds (sets placed after the producers)
+    assert rep.pairs == 3 and rep.events_used == {("MTE2", "V"): 1, ("V", "MTE3"): 2}
+    run(nodes)
+
+
+def test_transitive_chain_needs_no_direct_pair():
+    # in place: the store to x is a WAR against the load of x (MTE2 -> MTE3), covered via V
+    nodes = [load(0), vadds(0, 0), store(0, p="x")]
+    rep = synced(nodes)
+    assert rep.pairs == 2 and ("MTE2", "MTE3") not in rep.events_used
+    run(nodes)
+
+
+def test_set_placed_after_its_producer_and_concurrent_ids_differ():
+    nodes = [load(0), load(4096, off=4096), vadds(8192, 0), vadds(12288, 4096)]
+    rep = synced(nodes)
+    assert body_lines(nodes) == [
+        "mov.gm.ub ub[0], x[0], 1, 4096, 0, 0",
+        "set_flag MTE2, V, 0",
+        "mov.gm.ub ub[4096], x[4096], 1, 4096, 0, 0",
+        "set_flag MTE2, V, 1",
+        "wait_flag MTE2, V, 0",
+        "vadds.f32 ub[8192], ub[0], 1.0, 1024",
+        "wait_flag MTE2, V, 1",
+        "vadds.f32 ub[12288], ub[4096], 1.0, 1024",
+    ]
+    assert rep.events_used == {("MTE2", "V"): 2}
+    run(nodes)
+
+
+def test_event_ids_stay_below_max_events():
+    k = 6
+    nodes = [load(i * 1024, off=i * 1024, n=1024) for i in range(k)]
+    nodes += [vadds(32768 + i * 1024, i * 1024, n=1024) for i in range(k)]
+    rep = synced(nodes, max_events=2)
+    assert rep.events_used[("MTE2", "V")] <= 2
+    ids = {ln.split(",")[-1].strip() for ln in flags(nodes)}
+    assert ids <= {"0", "1"}
+    run(nodes)                                 # the simulator raises on a double set
+    nodes = [load(i * 1024, off=i * 1024, n=1024) for i in range(k)]
+    nodes += [vadds(32768 + i * 1024, i * 1024, n=1024) for i in range(k)]
+    assert synced(nodes).events_used[("MTE2", "V")] == k
+    run(nodes)
+
+
+def test_same_pipe_and_no_access_need_nothing():
+    nodes = [S("mov s1, 3"), vdup(0), vadds(0, 0), vadd(4096, 0, 0), S("add s1, s1, 1")]
+    rep = synced(nodes)
+    assert rep.pairs == 0 and not flags(nodes)
+    run(nodes)
+
+
+def test_scalar_read_after_vector_write_waits_v_to_s_and_orders_later_pipes():
+    nodes = [vdup(0, 2.0), sld("s1", 0), store(0)]
+    rep = synced(nodes)
+    # the wait on S orders everything S issues later, so the store needs no V->MTE3 pair
+    assert body_lines(nodes) == [
+        "vdup.f32 ub[0], 2.0, 1024",
+        "set_flag V, S, 0",
+        "wait_flag V, S, 0",
+        "sld.f32 s1, ub[0]",
+        "mov.ub.gm y[0], ub[0], 1, 4096, 0, 0",
+    ]
+    assert rep.events_used == {("V", "S"): 1}
+    _, y = run(nodes)
+    assert y[0] == 2.0
+    assert_races(lambda: [vdup(0, 2.0), sld("s1", 0), store(0)])
+
+
+def test_earlier_scalar_access_needs_nothing():
+    nodes = [sst(0, 5.0), vadds(4096, 0, n=64), sst(8, 1.0)]
+    # the later sst writes ub[8] that V read: V -> S (WAR); the first sst needs nothing
+    rep = synced(nodes)
+    assert flags(nodes) == ["set_flag V, S, 0", "wait_flag V, S, 0"]
+    assert rep.pairs == 1
+    run(nodes)
+
+
+def test_existing_sync_text_is_treated_as_no_access():
+    nodes = [load(0), S("barrier all"), vadds(4096, 0)]
+    assert synced(nodes).pairs == 0
+    run(nodes)
+
+
+# ---- loops --------------------------------------------------------------------------------------
+
+def tiled(trips=4):
+    return [loop("s0", trips, [S("mul s1, s0, 4096"), load(0, off="s1"), vadds(4096, 0),
+                               store(4096, off="s1")])]
+
+
+def test_loop_carried_war_is_synced_golden():
+    nodes = tiled()
+    synced(nodes)
+    assert body_lines(nodes) == [
+        "for s0, 0, 4, 1",
+        "mul s1, s0, 4096",
+        "set_flag V, MTE2, 0",             # next trip's load overwrites what V read
+        "wait_flag V, MTE2, 0",
+        "mov.gm.ub ub[0], x[s1], 1, 4096, 0, 0",
+        "set_flag MTE2, V, 0",
+        "wait_flag MTE2, V, 0",
+        "set_flag MTE3, V, 0",             # next trip's vadds overwrites what MTE3 read
+        "wait_flag MTE3, V, 0",
+        "vadds.f32 ub[4096], ub[0], 1.0, 1024",
+        "set_flag V, MTE3, 0",
+        "wait_flag V, MTE3, 0",
+        "mov.ub.gm y[s1], ub[4096], 1, 4096, 0, 0",
+        "endfor",
+    ]
+    x, y = run(nodes)
+    np.testing.assert_array_equal(y, x + 1)
+
+
+def test_loop_without_pass_races_on_the_back_edge():
+    def build():
+        nodes = tiled()
+        body = nodes[0].body
+        body[2:2] = [S("set_flag MTE2, V, 0"), S("wait_flag MTE2, V, 0")]    # in-trip RAW only
+        body[5:5] = [S("set_flag V, MTE3, 0"), S("wait_flag V, MTE3, 0")]
+        return nodes
+    with pytest.raises(RaceError, match="write-after-read"):
+        run(build())
+
+
+def test_loop_may_run_zero_times_post_loop_access_synced_against_pre_loop():
+    def build():
+        return [vdup(0, 3.0),
+                loop("s0", "n", [vdup(8192, 1.0), store(8192, off=4096)]),
+                store(0)]
+    nodes = build()
+    synced(nodes)
+    lines = body_lines(nodes)
+    assert lines.index("endfor") < lines.index("wait_flag V, MTE3, 0", lines.index("endfor"))
+    for n in (0, 1, 3):
+        _, y = run(nodes, n=n)
+        assert y[0] == 3.0
+    assert_races(build)
+
+
+def test_pre_loop_producer_synced_into_loop():
+    nodes = [load(0), loop("s0", 3, [vadds(4096, 0), store(4096)])]
+    synced(nodes)
+    run(nodes)
+    assert_races(lambda: [load(0), loop("s0", 3, [vadds(4096, 0), store(4096)])])
+
+
+def test_nested_loops():
+    def build():
+        inner = loop("s2", 2, [S("mul s3, s2, 1024"), S("add s3, s3, s1"),
+                               load(0, off="s3", n=1024), vadds(4096, 0, n=1024),
+                               store(4096, off="s3", n=1024)])
+        return [loop("s0", 3, [S("mul s1, s0, 2048"), inner, vdup(0, 0.0, n=1024)])]
+    nodes = build()
+    synced(nodes)
+    run(nodes)
+    assert_races(build)
+
+
+# ---- branches and while -------------------------------------------------------------------------
+
+def branchy(orelse):
+    test = [S("mov s1, n"), S("br.eq s1, 0, {target}")]
+    then = [load(0), vadds(0, 0)]
+    other = [vdup(0, 7.0)] if orelse else []
+    return [vdup(4096, 1.0), If(test, then, other), store(0)]
+
+
+@pytest.mark.parametrize("orelse", [False, True])
+def test_if_branches_joined(orelse):
+    nodes = branchy(orelse)
+    synced(nodes)
+    for n in (0, 1):
+        x, y = run(nodes, n=n)
+        if n:
+            assert y[0] == x[0] + 1
+        elif orelse:
+            assert y[0] == 7.0
+    assert_races(lambda: branchy(orelse), n=1)
+
+
+def test_if_test_instruction_stays_last_and_reads_are_synced():
+    nodes = [vdup(0, 1.0), If([sld("s1", 0), S("fcmp.eq s2, s1, 1.0"), S("br.eq s2, 0, {target}")],
+                              [vdup(0, 2.0)]), store(0)]
+    synced(nodes)
+    lines = body_lines(nodes)
+    assert lines[lines.index("sld.f32 s1, ub[0]") - 1] == "wait_flag V, S, 0"
+    assert lines[lines.index("br.eq s2, 0, endif2") - 1] == "fcmp.eq s2, s1, 1.0"
+    _, y = run(nodes)
+    assert y[0] == 2.0
+
+
+def whiley():
+    return [S("mov s0, 0"),
+            While(before=[S("mul s1, s0, 4096")], test=[S("br.ge s0, 3, {target}")],
+                  after=[load(0, off="s1"), vadds(4096, 0), store(4096, off="s1"),
+                         S("add s0, s0, 1")]),
+            vdup(0, 0.0)]
+
+
+def test_while_loop_back_edge_and_exit():
+    nodes = whiley()
+    rep = synced(nodes)
+    assert ("V", "MTE2") in rep.events_used and ("MTE3", "V") in rep.events_used
+    lines = body_lines(nodes)
+    assert lines[lines.index("jmp while1") - 1] == "add s0, s0, 1"
+    x, y = run(nodes)
+    np.testing.assert_array_equal(y[:3072], x[:3072] + 1)
+    assert_races(whiley)
+
+
+def cube_chain():
+    kb = 1024                                   # a 16x16 f32 tile
+    return [loop("s0", 2, [
+        Instr("mov.gm.l1 l1[0], x[0], 1, 1024, 0, 0", "MTE2", (Access.gm("x"),), (Access("l1", 0, kb),)),
+        Instr("mov.gm.l1 l1[1024], x[1024], 1, 1024, 0, 0", "MTE2", (Access.gm("x"),),
+              (Access("l1", kb, 2 * kb),)),
+        Instr("mov.l1.l0a l0a[0], l1[0], 1, 1024, 0, 0", "MTE1", (Access("l1", 0, kb),),
+              (Access("l0a", 0, kb),)),
+        Instr("mov.l1.l0b l0b[0], l1[1024], 1, 1024, 0, 0", "MTE1", (Access("l1", kb, 2 * kb),),
+              (Access("l0b", 0, kb),)),
+        Instr("mmad.f32.f32 l0c[0], l0a[0], l0b[0], 16, 16, 16", "M",
+              (Access("l0a", 0, kb), Access("l0b", 0, kb)), (Access("l0c", 0, kb),)),
+        Instr("mov.l0c.ub.f32.f32 ub[0], l0c[0], 1, 1024, 0, 0", "FIX", (Access("l0c", 0, kb),),
+              (ub(0, kb),)),
+        vadds(4096, 0, n=kb),
+        store(4096, n=kb)])]
+
+
+def test_cube_pipeline_in_a_loop():
+    nodes = cube_chain()
+    rep = synced(nodes)
+    for pair in [("MTE2", "MTE1"), ("MTE1", "M"), ("M", "FIX"), ("FIX", "V"), ("V", "MTE3"),
+                 ("MTE1", "MTE2"), ("M", "MTE1"), ("FIX", "M"), ("V", "FIX"), ("MTE3", "V")]:
+        assert pair in rep.events_used, pair
+    # forward chain MTE2->MTE1->M->FIX->V->MTE3 and each back-edge WAR, no shortcut pairs; the
+    # two L1 loads each get their own MTE2->MTE1 set (placed after each load, ids 0 and 1)
+    assert rep.pairs == 11 and rep.events_used[("MTE2", "MTE1")] == 2
+    x, y = run(nodes)
+    a, b = x[:256].reshape(16, 16), x[256:512].reshape(16, 16)
+    np.testing.assert_allclose(y[:256].reshape(16, 16), a @ b + 1, rtol=1e-5)
+    assert_races(cube_chain)
+
+
+# ---- soundness on random programs ---------------------------------------------------------------
+
+def random_block(rng, depth, regs):
+    out = []
+    for _ in range(rng.randint(1, 5)):
+        r = rng.random()
+        a, b = (rng.randrange(4) * 1024 for _ in range(2))
+        if r < 0.2:
+            out.append(load(a, off=rng.randrange(4) * 1024, n=1024))
+        elif r < 0.45:
+            out.append(vadds(a, b, n=1024))
+        elif r < 0.6:
+            out.append(store(a, off=rng.randrange(4) * 1024, n=1024))
+        elif r < 0.7:
+            out.append(sld("s9", a) if rng.random() < 0.5 else sst(a, 1.0))
+        elif r < 0.85 and depth < 2 and regs:
+            reg = regs[0]
+            out.append(loop(reg, rng.randint(0, 3), random_block(rng, depth + 1, regs[1:])))
+        elif r < 0.92 and depth < 2 and regs:
+            reg = regs[0]
+            out.append(S(f"mov {reg}, 0"))
+            out.append(While([S("add s10, s10, 0")] + random_block(rng, depth + 1, regs[1:]),
+                             [S(f"br.ge {reg}, {rng.randint(0, 2)}, {{target}}")],
+                             random_block(rng, depth + 1, regs[1:]) + [S(f"add {reg}, {reg}, 1")]))
+        elif depth < 2:
+            t = [S("mov s8, n"), S(f"br.eq s8, {rng.randint(0, 1)}, {{target}}")]
+            out.append(If(t, random_block(rng, depth + 1, regs),
+                          random_block(rng, depth + 1, regs) if rng.random() < 0.5 else []))
+    return out
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_random_programs_pass_the_sanitizer(seed):
+    rng = random.Random(seed)
+    nodes = random_block(rng, 0, ["s0", "s1", "s2"])
+    rep = synced(nodes, max_events=3)
+    assert all(v <= 3 for v in rep.events_used.values())
+    for n in (0, 1):
+        run(nodes, n=n)

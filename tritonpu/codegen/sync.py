@@ -1,0 +1,277 @@
+"""Sync insertion: ``set_flag``/``wait_flag`` pairs between pipes, over a structured instruction list.
+
+Guarantee.  After :func:`insert_sync`, for every two accesses to overlapping byte ranges of one
+space (at least one a write) by instructions on different pipes P != Q that can run in that
+order -- in straight-line code, across ``If`` branches and their merge, from before a loop into
+it, from one trip of a ``Loop``/``While`` to a later trip (through the back edge), and from before
+or inside a loop to after it (a loop may run zero times) -- the later instruction is ordered after
+the earlier one by a chain of ``set_flag``/``wait_flag`` pairs (possibly through other pipes, or
+through the scalar unit: once S waited for a flag, everything S issues later is ordered after it).
+So the simulator's sanitizer reports no race.  Exceptions, by the machine's semantics: accesses
+on the scalar pipe S complete at issue, so an earlier S access needs nothing (a later S access
+does: P -> S); instructions of one pipe run in order; instructions without accesses (and sync
+instructions already in the list, which the pass does not model except ``barrier all``) need
+nothing.  Every inserted ``set_flag`` is matched by its ``wait_flag`` later in the same
+straight-line block, so no flag is pending at a block boundary, no (src, dst, event) is set twice
+before its wait, no wait lacks its set, and event ids stay below ``max_events`` per pipe pair.
+The input is expected to contain no flags of its own.
+
+Model.  Abstract interpretation over the structure.  A *record* is one access of one static
+instruction (its latest dynamic instance); the state holds, per pipe Q, ``unord[Q]``: the records
+Q is not yet ordered after.  Issuing an instruction on P makes its records unordered for every
+other pipe; a wait on Q for a flag set by P at point X removes from ``unord[Q]`` what P was
+ordered after at X plus P's own records up to X (minus records re-issued since X); a wait on S
+removes them for every pipe.  States join by union at ``If`` merges and at loop heads; loop heads
+are iterated to a fixed point before the final pass inserts the syncs.
+
+Placement.  A needed pair P -> Q goes ``set_flag`` right after the last conflicting P instruction
+when that instruction is earlier in the same straight-line block (so P work issued later does not
+delay Q), with an event id not pending on (P, Q) anywhere between set and wait; otherwise (or when
+no id is free) the set goes immediately before the wait, right before the consumer.  When several
+pipes must be waited for, the flag that covers most conflicts is taken first, so conflicts covered
+transitively get no pair of their own.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from tritonpu.isa import PIPES
+
+from .asmlist import Access, If, Instr, Loop, While
+
+_SYNC_PREFIXES = ("set_flag", "wait_flag", "barrier")
+
+
+@dataclass
+class SyncReport:
+    pairs: int = 0                                          # set_flag/wait_flag pairs inserted
+    events_used: dict = field(default_factory=dict)         # (src, dst) -> number of event ids used
+
+
+@dataclass(frozen=True)
+class _Rec:
+    pipe: str
+    acc: Access
+    write: bool
+
+
+class _State:
+    """``recs``: key -> _Rec for every record issued so far; ``unord``: pipe -> keys not ordered
+    before that pipe's next instruction."""
+
+    def __init__(self, recs=None, unord=None):
+        self.recs = dict(recs or {})
+        self.unord = {p: set((unord or {}).get(p, ())) for p in PIPES}
+
+    def copy(self):
+        return _State(self.recs, self.unord)
+
+    def join(self, other):
+        out = self.copy()
+        out.recs.update(other.recs)
+        for p in PIPES:
+            out.unord[p] |= other.unord[p]
+        return out
+
+    def __eq__(self, other):
+        return self.recs.keys() == other.recs.keys() and self.unord == other.unord
+
+    def known(self, pipe):
+        """Records an instruction placed now on ``pipe`` is ordered after (its own included)."""
+        return set(self.recs) - self.unord[pipe]
+
+    def cover(self, dst, keys):
+        """A wait on ``dst`` for a flag carrying ``keys``; waits on S order every later issue."""
+        for p in (PIPES if dst == "S" else (dst,)):
+            self.unord[p] -= keys
+
+    def issue(self, ins, keys):
+        for key, rec in keys:
+            self.recs[key] = rec
+            for p in PIPES:
+                if p != ins.pipe:
+                    self.unord[p].add(key)
+
+
+def _is_sync(ins: Instr) -> bool:
+    return ins.text.lstrip().startswith(_SYNC_PREFIXES)
+
+
+def _records(ins: Instr):
+    """(key, _Rec) for each access of ``ins``; S accesses complete at issue and are not recorded."""
+    if ins.pipe == "S" or _is_sync(ins):
+        return []
+    out = [((id(ins), "w", k), _Rec(ins.pipe, a, True)) for k, a in enumerate(ins.writes)]
+    out += [((id(ins), "r", k), _Rec(ins.pipe, a, False)) for k, a in enumerate(ins.reads)]
+    return out
+
+
+def _conflicts(st: _State, ins: Instr):
+    """Keys of records ``ins`` (on its pipe) must be ordered after but is not yet."""
+    if _is_sync(ins) or not (ins.reads or ins.writes):
+        return set()
+    out = set()
+    for key in st.unord[ins.pipe]:
+        rec = st.recs[key]
+        if rec.pipe == ins.pipe:
+            continue
+        if any(rec.acc.overlaps(a) for a in ins.writes) or \
+                (rec.write and any(rec.acc.overlaps(a) for a in ins.reads)):
+            out.add(key)
+    return out
+
+
+class _Pass:
+    def __init__(self, max_events: int):
+        if max_events < 1:
+            raise ValueError("max_events must be at least 1")
+        self.max_events = max_events
+        self.report = SyncReport()
+
+    # ---- structure ------------------------------------------------------------------------------
+    def block(self, nodes: list, st: _State, emit: bool) -> _State:
+        """Run ``nodes`` from state ``st``; with ``emit``, insert the syncs into the list."""
+        out: list = []
+        seg = None                                  # the current straight-line run of Instrs
+        for n in nodes:
+            if isinstance(n, Instr):
+                if seg is None:
+                    seg = _Segment(self, st)
+                seg.instr(n)
+                continue
+            if seg is not None:
+                out += seg.flush(emit)
+                seg = None
+            out.append(n)
+            if isinstance(n, Loop):
+                st = self.loop(n, st, emit)
+            elif isinstance(n, If):
+                st = self.block(n.test, st, emit)
+                st = self.block(n.then, st.copy(), emit).join(self.block(n.orelse, st.copy(), emit))
+            elif isinstance(n, While):
+                st = self.while_(n, st, emit)
+            else:
+                raise TypeError(f"insert_sync: unexpected node {n!r}")
+        if seg is not None:
+            out += seg.flush(emit)
+        if emit:
+            nodes[:] = out
+        return st
+
+    def loop(self, n: Loop, entry: _State, emit: bool) -> _State:
+        head = self._fixpoint(entry, lambda s: self.block(n.body, s.copy(), False))
+        if emit:
+            self.block(n.body, head.copy(), True)
+        return head                                 # exit at the head: after 0 or more trips
+
+    def while_(self, n: While, entry: _State, emit: bool) -> _State:
+        def trip(s, em=False):
+            t = self.block(n.test, self.block(n.before, s.copy(), em), em)
+            return t, self.block(n.after, t.copy(), em)
+
+        head = self._fixpoint(entry, lambda s: trip(s)[1])
+        exit_state, _ = trip(head, emit)
+        return exit_state
+
+    @staticmethod
+    def _fixpoint(entry: _State, body) -> _State:
+        head = entry
+        while True:
+            nxt = head.join(body(head))
+            if nxt == head:
+                return head
+            head = nxt
+
+
+class _Segment:
+    """A straight-line run of instructions: state snapshots per position so a ``set_flag`` can be
+    placed right after its producer, and per-(src, dst) event intervals to allocate ids."""
+
+    def __init__(self, p: _Pass, st: _State):
+        self.p, self.st = p, st                     # st is updated in place (shared with caller)
+        self.instrs: list[Instr] = []
+        self.before: list[list[Instr]] = []         # syncs inserted before instruction i
+        self.after: list[list[Instr]] = []          # set_flags inserted after instruction i
+        self.known: list[set] = []                  # known(pipe of i) right after issuing i
+        self.issued: dict = {}                      # record key -> position issued in this run
+        self.busy: dict = {}                        # (src, dst) -> [(event, start, end)]
+        self.tick = 0
+
+    def _pos(self, i, side):
+        self.tick += 1
+        return (i, side, self.tick)
+
+    def instr(self, ins: Instr):
+        st, i = self.st, len(self.instrs)
+        self.instrs.append(ins)
+        self.before.append([])
+        self.after.append([])
+        if _is_sync(ins) and ins.text.split()[:2] == ["barrier", "all"]:
+            for q in PIPES:
+                st.unord[q].clear()
+        need = _conflicts(st, ins)
+        while need:
+            plan = max((self._plan(pp, need, i) for pp in sorted({st.recs[k].pipe for k in need},
+                                                                   key=PIPES.index)),
+                       key=lambda pl: len(pl[3] & need))
+            self._apply(plan, ins.pipe, i)
+            need = _conflicts(st, ins)
+        recs = _records(ins)
+        for key, _ in recs:
+            self.issued[key] = i
+        st.issue(ins, recs)
+        self.known.append(st.known(ins.pipe))
+
+    def _plan(self, src: str, need: set, i: int):
+        """(src, set position k or None for adjacent, event, keys the flag carries)."""
+        mine = [self.issued[k] for k in need if self.st.recs[k].pipe == src and k in self.issued]
+        if mine:
+            k = max(mine)
+            ev = self._free(src, k, i)
+            if ev is not None:
+                later = {key for key, pos in self.issued.items() if pos > k}
+                return src, k, ev, self.known[k] - later
+        return src, None, None, self.st.known(src)
+
+    def _free(self, src, k, i):
+        dst = self.instrs[i].pipe
+        start, end = (k, 1, self.tick + 1), (i, 0, self.tick + 2)
+        used = {e for e, a, b in self.busy.get((src, dst), ()) if not (b < start or end < a)}
+        return next((e for e in range(self.p.max_events) if e not in used), None)
+
+    def _apply(self, plan, dst: str, i: int):
+        src, k, ev, keys = plan
+        if k is None:               # every earlier flag of this run was waited for: any id is free
+            ev = 0
+            start = self._pos(i, 0)
+            self.before[i].append(Instr(f"set_flag {src}, {dst}, {ev}", src))
+        else:
+            start = self._pos(k, 1)
+            self.after[k].append(Instr(f"set_flag {src}, {dst}, {ev}", src))
+        end = self._pos(i, 0)
+        self.before[i].append(Instr(f"wait_flag {src}, {dst}, {ev}", dst))
+        self.busy.setdefault((src, dst), []).append((ev, start, end))
+        self.st.cover(dst, keys)
+
+    def flush(self, emit: bool) -> list:
+        out = []
+        for ins, b, a in zip(self.instrs, self.before, self.after):
+            out += b + [ins] + a
+            if emit:
+                for s in b + a:
+                    if s.text.startswith("set_flag"):
+                        src, dst, ev = (x.strip() for x in s.text[len("set_flag"):].split(","))
+                        used = self.p.report.events_used
+                        used[(src, dst)] = max(used.get((src, dst), 0), int(ev) + 1)
+                        self.p.report.pairs += 1
+        return out
+
+
+def insert_sync(nodes: list, *, max_events: int = 8) -> SyncReport:
+    """Insert ``set_flag``/``wait_flag`` pairs into ``nodes`` (in place, into nested loop bodies
+    and branches too) so that every cross-pipe hazard is ordered -- see the module docstring for
+    the exact guarantee and the placement rules.  Returns a :class:`SyncReport`: the number of
+    pairs inserted and, per (src, dst) pipe pair, how many event ids (0..n-1) it uses."""
+    p = _Pass(max_events)
+    p.block(nodes, _State(), True)
+    return p.report
