@@ -1,0 +1,140 @@
+"""The NPU program between ISA emission and text: a structured list of instructions.
+
+ISA emission produces a list of nodes; the sync pass inserts ``set_flag``/``wait_flag`` into it;
+``render`` prints it as assembly the assembler reads.  Structure is kept (loops and branches are
+nodes, not labels) so passes over the list can reason about control flow.
+
+Every :class:`Instr` states the pipe it runs on and the memory it reads and writes, as byte
+ranges :class:`Access` ``(space, lo, hi)``.  Spaces are ``ub``, ``l1``, ``l0a``, ``l0b``, ``l0c``
+(static addresses from buffer planning) and ``gm:NAME`` for a GM parameter (the whole parameter:
+GM addresses are runtime values).  Registers never need sync: the scalar unit issues every
+instruction in program order and operands are read at issue.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+GM_WHOLE = (0, 1 << 62)
+
+
+@dataclass(frozen=True)
+class Access:
+    space: str
+    lo: int
+    hi: int
+
+    def overlaps(self, other: "Access") -> bool:
+        return self.space == other.space and self.lo < other.hi and other.lo < self.hi
+
+    @staticmethod
+    def gm(param: str) -> "Access":
+        return Access("gm:" + param, *GM_WHOLE)
+
+
+@dataclass
+class Instr:
+    """One instruction: ``text`` is its assembly without the location."""
+    text: str
+    pipe: str                                   # S, MTE2, MTE1, M, FIX, V, MTE3
+    reads: tuple[Access, ...] = ()
+    writes: tuple[Access, ...] = ()
+    loc: object = None                          # tritonpu.ir.Loc or None
+    comment: str = ""
+
+    def render(self) -> str:
+        s = self.text
+        if self.loc is not None and getattr(self.loc, "line", 0):
+            s += f' loc("{self.loc.file}":{self.loc.line}:{self.loc.col})'
+        if self.comment:
+            s += "  // " + self.comment
+        return s
+
+
+@dataclass
+class Loop:
+    """``for reg, start, end, step`` ... ``endfor``; ``head`` is the ``for`` instruction."""
+    head: Instr
+    body: list = field(default_factory=list)
+
+
+@dataclass
+class If:
+    """``test`` (instructions ending in a ``br.* ..., ELSE`` whose target is filled in by render)
+    then ``then`` and, if any, ``orelse``.  ``test``'s last instruction text holds ``{else}``."""
+    test: list
+    then: list = field(default_factory=list)
+    orelse: list = field(default_factory=list)
+
+
+@dataclass
+class While:
+    """``before`` runs first each trip; ``test`` (ending in ``br.* ..., {exit}``) leaves the loop;
+    ``after`` runs and jumps back to ``before``."""
+    before: list
+    test: list
+    after: list = field(default_factory=list)
+
+
+def walk(nodes):
+    """Every Instr in program order (loop bodies and both branches once)."""
+    for n in nodes:
+        if isinstance(n, Instr):
+            yield n
+        elif isinstance(n, Loop):
+            yield n.head
+            yield from walk(n.body)
+        elif isinstance(n, If):
+            yield from walk(n.test)
+            yield from walk(n.then)
+            yield from walk(n.orelse)
+        elif isinstance(n, While):
+            yield from walk(n.before)
+            yield from walk(n.test)
+            yield from walk(n.after)
+
+
+def render(nodes, indent: str = "    ") -> list[str]:
+    """Assembly lines for ``nodes`` (labels numbered in order of appearance)."""
+    out: list[str] = []
+    counter = [0]
+
+    def label(kind):
+        counter[0] += 1
+        return f"{kind}{counter[0]}"
+
+    def emit(ns, depth):
+        pad = indent * depth
+        for n in ns:
+            if isinstance(n, Instr):
+                out.append(pad + n.render())
+            elif isinstance(n, Loop):
+                out.append(pad + n.head.render())
+                emit(n.body, depth + 1)
+                out.append(pad + "endfor")
+            elif isinstance(n, If):
+                l_else, l_end = label("else"), label("endif")
+                target = l_else if n.orelse else l_end
+                for i in n.test[:-1]:
+                    out.append(pad + i.render())
+                last = n.test[-1]
+                out.append(pad + Instr(last.text.format(target=target), last.pipe, loc=last.loc).render())
+                emit(n.then, depth + 1)
+                if n.orelse:
+                    out.append(pad + f"jmp {l_end}")
+                    out.append(f"{l_else}:")
+                    emit(n.orelse, depth + 1)
+                out.append(f"{l_end}:")
+            elif isinstance(n, While):
+                l_head, l_exit = label("while"), label("endwhile")
+                out.append(f"{l_head}:")
+                emit(n.before, depth + 1)
+                for i in n.test[:-1]:
+                    out.append(pad + indent + i.render())
+                last = n.test[-1]
+                out.append(pad + indent + Instr(last.text.format(target=l_exit), last.pipe, loc=last.loc).render())
+                emit(n.after, depth + 1)
+                out.append(pad + indent + f"jmp {l_head}")
+                out.append(f"{l_exit}:")
+
+    emit(nodes, 0)
+    return out
