@@ -100,6 +100,18 @@ def _rows() -> list[OpDef]:
         OpDef("print", "print", (0, None), 0, ("prefix",), optional_attrs=("hex",), effects=True,
               doc="device_print: prints prefix and the operands, per program"),
         OpDef("assert", "assert", (1, 1), 0, ("msg",), effects=True, doc="device_assert: fails the launch where cond is false"),
+        # Structured transfers, made from load/store by the memory-analysis pass (NPU path).
+        OpDef("load_tile", "load_tile", (3, None), 1, effects=True,
+              doc="load_tile(ptr, strides.., valids..[, other]): element [i0, i1..] = ptr[sum(i_d * stride_d)] "
+                  "where every i_d < valid_d, else other (0 if absent); strides and valids are scalars, one per dim"),
+        OpDef("store_tile", "store_tile", (4, None), 0, effects=True,
+              doc="store_tile(ptr, strides.., valids.., value): writes the elements with every i_d < valid_d"),
+        OpDef("gather_rows", "gather_rows", (3, 5), 1, effects=True,
+              doc="gather_rows(ptr, row_offsets, valid_cols[, row_mask[, other]]) -> RxC: row i is the C "
+                  "elements at ptr + row_offsets[i]; columns >= valid_cols and masked-off rows are other (0)"),
+        OpDef("scatter_rows", "scatter_rows", (4, 5), 0, effects=True,
+              doc="scatter_rows(ptr, row_offsets, valid_cols, value[, row_mask]): row i of value to "
+                  "ptr + row_offsets[i], its first valid_cols elements, rows where row_mask"),
         OpDef("for", "for", (3, None), None, regions=1,
               doc="for iv in range(lb, ub, step) carrying iter values; region args (iv, iters...)"),
         OpDef("if", "if", (1, 1), None, regions=2, doc="if cond: then-region else else-region; both yield the results"),

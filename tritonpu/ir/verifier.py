@@ -19,8 +19,21 @@ def _fail(op: Op, msg: str):
     raise VerifyError(f"{op.loc}: '{op.name}' {msg}")
 
 
+# Attributes later passes may put on any op (buffer planning's on-chip addresses).
+PLANNING_ATTRS = ("ub", "ub_out")
+
+
+def _broadcastable(shape, to) -> bool:
+    return len(shape) <= len(to) and all(a in (1, b) for a, b in zip(reversed(shape), reversed(to)))
+
+
 def _same_shape(op: Op, *vals: Value):
     shapes = {v.type.shape for v in vals}
+    if len(shapes) > 1 and op.attrs.get("fused"):
+        # after fusion, elementwise operands may be scalars or broadcast views of the result shape
+        res = vals[-1].type.shape
+        if all(_broadcastable(v.type.shape, res) for v in vals):
+            return
     if len(shapes) > 1:
         _fail(op, "operands and result must have the same shape, got " + ", ".join(str(v.type) for v in vals))
 
@@ -100,6 +113,29 @@ def _check_types(op: Op) -> None:
             _fail(op, f"multiplies MxK by KxN into MxN, got {ins[0].type} x {ins[1].type} -> {res}")
         if len(ins) == 3 and ins[2].type != res:
             _fail(op, f"acc must have the result type {res}, got {ins[2].type}")
+    elif kind in ("load_tile", "store_tile"):
+        ptr = ins[0]
+        value = res if kind == "load_tile" else ins[-1].type
+        r = len(value.shape)
+        extra = len(ins) - 1 - 2 * r - (kind == "store_tile")
+        if not ptr.type.is_ptr or ptr.type.is_block or ptr.type.scalar.pointee != value.scalar:
+            _fail(op, f"needs a scalar pointer to {value.scalar}, got {ptr.type}")
+        if extra not in ((0, 1) if kind == "load_tile" else (0,)):
+            _fail(op, f"takes a pointer, {r} strides and {r} valid extents for a rank-{r} tile")
+        if any(v.type.is_block or not v.type.is_int for v in ins[1:1 + 2 * r]):
+            _fail(op, "strides and valid extents must be integer scalars")
+        if extra == 1 and ins[-1].type.scalar != value.scalar:
+            _fail(op, f"other must be a {value.scalar} value")
+    elif kind in ("gather_rows", "scatter_rows"):
+        ptr, offs, valid = ins[:3]
+        value = res if kind == "gather_rows" else ins[3].type
+        if len(value.shape) != 2 or not offs.type.is_block or offs.type.shape != value.shape[:1]:
+            _fail(op, f"moves R x C rows with R row offsets, got {offs.type} and {value}")
+        if not ptr.type.is_ptr or ptr.type.is_block or ptr.type.scalar.pointee != value.scalar:
+            _fail(op, f"needs a scalar pointer to {value.scalar}, got {ptr.type}")
+        rest = ins[3:] if kind == "gather_rows" else ins[4:]
+        if rest and (rest[0].type.scalar != T.i1 or rest[0].type.shape != offs.type.shape):
+            _fail(op, f"row mask must be i1 of shape {offs.type.shape}")
     elif kind == "arange":
         if res != T.block(T.i32, [op.attrs["end"] - op.attrs["start"]]):
             _fail(op, f"arange({op.attrs['start']}, {op.attrs['end']}) must have type tensor<Nxi32>, got {res}")
@@ -167,7 +203,7 @@ def verify(fn: Function) -> None:
             for a in d.attrs:
                 if a not in op.attrs:
                     _fail(op, f"needs attribute '{a}'")
-            unknown = set(op.attrs) - set(d.attrs) - set(d.optional_attrs)
+            unknown = set(op.attrs) - set(d.attrs) - set(d.optional_attrs) - set(PLANNING_ATTRS) - {"fused"}
             if unknown:
                 _fail(op, f"has unknown attributes {sorted(unknown)}")
             for v in op.operands:

@@ -17,16 +17,15 @@ def _cpu(kernel, arrays, grid, options):
     return cpu.launch(kernel, arrays, grid, options)
 
 
-def _not_built(name, issue):
-    def run(kernel, arrays, grid, options):
-        raise LaunchError(f"the {name} backend is not available yet ({issue}); use backend='ref'")
-    return run
+def _npu(kernel, arrays, grid, options):
+    from tritonpu.codegen.pipeline import launch_npu
+    return launch_npu(kernel, arrays, grid, options)
 
 
 BACKENDS = {
     "ref": _ref,
     "cpu": _cpu,
-    "npu": _not_built("npu", "the NPU compiler is being built"),
+    "npu": _npu,
 }
 
 

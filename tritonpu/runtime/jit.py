@@ -29,7 +29,7 @@ from tritonpu.runtime import hooks
 TRITON_OPTIONS = ("num_warps", "num_stages", "num_ctas", "maxnreg", "enable_fp_fusion", "launch_cooperative_grid",
                   "enable_warp_specialization", "debug")
 # tritonpu's own launch options.
-OPTIONS = ("backend", "check")
+OPTIONS = ("backend", "check", "sanitize", "trace", "cores", "disable_passes", "double_buffer")
 BACKENDS = ("ref", "cpu", "npu")
 DEFAULT_BACKEND = "ref"
 

@@ -1,0 +1,232 @@
+"""Analyses the NPU back end shares: where each value lives, and how long.
+
+* **Homes.**  Block values live in the Unified Buffer (UB); scalar values live in scalar
+  registers, except scalars computed by the vector unit (a reduction's result, or arithmetic on
+  one), which stay in UB as one-element tiles so that no V -> S round trip is needed.  Loop- and
+  branch-carried values take the home of what flows into them (a fixed point).
+* **Views.**  ``expand_dims``, ``reshape``, ``broadcast``, ``permute`` and same-width ``bitcast``
+  make no copy: their result is a strided view of their operand's buffer.
+* **Groups and live intervals.**  Ops are numbered in program order (an op with regions gets a
+  start and an end number around its regions).  Values that must share storage form a group
+  (a value and its views; a loop's carried value, its region argument and its result; an if's
+  result); a group is live from its first definition to its last use, extended to the end of any
+  loop that uses it but is entered after it was defined (the next trip reads it again).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from tritonpu.ir import Function, Op, Value
+
+UB, REG = "ub", "reg"
+VIEW_OPS = frozenset(("expand_dims", "reshape", "broadcast", "permute", "bitcast"))
+VECTOR_SCALAR_OPS = frozenset(("reduce",))
+LOOPS = frozenset(("for", "while"))
+
+
+def elem_bytes(ty) -> int:
+    """Bytes per element on chip: pointers are 8-byte offsets, i1 masks one byte."""
+    s = ty.scalar
+    if s.is_ptr:
+        return 8
+    return max(1, s.bits // 8)
+
+
+def tile_bytes(ty) -> int:
+    return elem_bytes(ty) * (ty.numel if ty.is_block else 1)
+
+
+@dataclass
+class Group:
+    """Values sharing one home, live over [start, end]."""
+    values: list = field(default_factory=list)
+    start: int = 1 << 60
+    end: int = -1
+    home: str = REG
+    bytes: int = 0
+
+    @property
+    def first(self) -> Value:
+        return self.values[0]
+
+
+class Analysis:
+    """Homes, groups and live intervals of one function (read-only over the IR)."""
+
+    def __init__(self, fn: Function):
+        self.fn = fn
+        self.span: dict[int, tuple[int, int]] = {}     # id(op) -> (start, end)
+        self.defined: dict[int, int] = {}               # id(value) -> definition index
+        self.last_use: dict[int, int] = {}              # id(value) -> last use index (loop-extended)
+        self.group_of: dict[int, Group] = {}
+        self.groups: list[Group] = []
+        self.home: dict[int, str] = {}
+        self._number(fn)
+        self._homes(fn)
+        self._groups(fn)
+
+    # ---- numbering and uses ----------------------------------------------------------------------
+    def _number(self, fn: Function) -> None:
+        counter = [0]
+        for a in fn.args:
+            self.defined[id(a)] = 0
+
+        def region(ops, loops):
+            for op in ops:
+                start = counter[0] = counter[0] + 1
+                for v in op.operands:
+                    self._use(v, start, loops)
+                inner = loops + [op] if op.name in LOOPS else loops
+                for r in op.regions:
+                    for a in r.args:
+                        self.defined[id(a)] = start
+                    region(r.ops, inner)
+                end = counter[0] = counter[0] + 1
+                self.span[id(op)] = (start, end)
+                for res in op.results:
+                    self.defined[id(res)] = end
+                # loops entered after a value was defined keep it alive to their end
+        self._pending = []
+        region(fn.body.ops, [])
+        for v, loops in self._pending:
+            d = self.defined.get(id(v), 0)
+            for lp in loops:
+                s, e = self.span[id(lp)]
+                if d < s:
+                    self.last_use[id(v)] = max(self.last_use.get(id(v), 0), e)
+        del self._pending
+
+    def _use(self, v: Value, at: int, loops) -> None:
+        self.last_use[id(v)] = max(self.last_use.get(id(v), 0), at)
+        if loops:
+            self._pending.append((v, list(loops)))
+
+    # ---- homes -------------------------------------------------------------------------------------
+    def _homes(self, fn: Function) -> None:
+        home = self.home
+        for a in fn.args:
+            home[id(a)] = REG
+        changed = True
+        while changed:
+            changed = False
+            for op in fn.walk():
+                for v, h in self._op_homes(op):
+                    if home.get(id(v)) != h and not (home.get(id(v)) == UB and h == REG):
+                        home[id(v)] = h
+                        changed = True
+
+    def _op_homes(self, op: Op):
+        h = self.home
+        if op.name == "for":
+            carried = op.operands[3:]
+            term = op.regions[0].terminator
+            yielded = term.operands if term is not None else []
+            iv, *iters = op.regions[0].args
+            yield iv, REG
+            for i, (init, res) in enumerate(zip(carried, op.results)):
+                x = self._join(init, yielded[i] if i < len(yielded) else None, res)
+                yield iters[i], x
+                yield res, x
+            return
+        if op.name == "if":
+            for i, res in enumerate(op.results):
+                ins = [r.terminator.operands[i] for r in op.regions if r.terminator is not None]
+                yield res, self._join(*ins, res)
+            return
+        if op.name == "while":
+            before, after = op.regions
+            cond = before.terminator
+            ys = after.terminator.operands if after.terminator is not None else []
+            for i, a in enumerate(before.args):
+                yield a, self._join(op.operands[i], ys[i] if i < len(ys) else None, a)
+            if cond is not None:
+                for i, (res, a) in enumerate(zip(op.results, after.args)):
+                    x = self._join(cond.operands[1 + i], res, a)
+                    yield res, x
+                    yield a, x
+            return
+        for res in op.results:
+            if res.type.is_block:
+                yield res, UB
+            elif op.name in VECTOR_SCALAR_OPS or op.name in ("load_tile", "gather_rows"):
+                yield res, UB
+            elif op.opdef.kind in ("elementwise", "compare", "select", "cast") and \
+                    any(h.get(id(v)) == UB for v in op.operands):
+                yield res, UB
+            else:
+                yield res, h.get(id(res), REG)
+
+    def _join(self, *vals) -> str:
+        return UB if any(v is not None and (v.type.is_block or self.home.get(id(v)) == UB) for v in vals) else REG
+
+    # ---- groups ------------------------------------------------------------------------------------
+    def _groups(self, fn: Function) -> None:
+        def group(v: Value) -> Group:
+            g = self.group_of.get(id(v))
+            if g is None:
+                g = Group(home=self.home.get(id(v), REG))
+                self.groups.append(g)
+                self._add(g, v)
+            return g
+
+        def merge(g: Group, v: Value):
+            old = self.group_of.get(id(v))
+            if old is g:
+                return
+            if old is not None:
+                for x in old.values:
+                    self._add(g, x)
+                self.groups.remove(old)
+            else:
+                self._add(g, v)
+
+        for a in fn.args:
+            group(a)
+        for op in fn.walk():
+            if op.name in VIEW_OPS and op.results and (op.name != "bitcast"
+                                                        or elem_bytes(op.operands[0].type) == elem_bytes(op.result.type)):
+                if self.home.get(id(op.operands[0])) == self.home.get(id(op.result)):
+                    merge(group(op.operands[0]), op.result)
+                    continue
+            if op.name == "for":
+                for a, r in zip(op.regions[0].args[1:], op.results):
+                    merge(group(a), r)
+                group(op.regions[0].args[0])
+                continue
+            if op.name == "while":
+                for a in op.regions[0].args:
+                    group(a)
+                for a, r in zip(op.regions[1].args, op.results):
+                    merge(group(a), r)
+                continue
+            for r in op.results:
+                group(r)
+            for reg in op.regions:
+                for a in reg.args:
+                    group(a)
+        for op in fn.walk():        # carried homes are live over the whole op that carries them
+            if op.name in ("for", "if", "while"):
+                s, e = self.span[id(op)]
+                for g in {id(self.group_of[id(v)]): self.group_of[id(v)] for v in op.results}.values():
+                    g.start, g.end = min(g.start, s), max(g.end, e)
+                for reg in op.regions:
+                    for a in reg.args:
+                        g = self.group_of[id(a)]
+                        g.start, g.end = min(g.start, s), max(g.end, e)
+
+    def _add(self, g: Group, v: Value) -> None:
+        self.group_of[id(v)] = g
+        g.values.append(v)
+        d = self.defined.get(id(v), 0)
+        g.start = min(g.start, d)
+        g.end = max(g.end, self.last_use.get(id(v), d))
+        g.bytes = max(g.bytes, tile_bytes(v.type))
+        if self.home.get(id(v)) == UB:
+            g.home = UB
+
+    # ---- queries -----------------------------------------------------------------------------------
+    def is_ub(self, v: Value) -> bool:
+        return self.home.get(id(v)) == UB
+
+    def end_of(self, v: Value) -> int:
+        return self.group_of[id(v)].end

@@ -1,0 +1,358 @@
+"""ISA emission: the planned dataflow IR to a structured NPU instruction list.
+
+Input: IR after memory analysis, fusion and buffer planning (every UB-resident value has its
+``ub`` address).  Output: an :mod:`asmlist` program whose instructions state the pipe and the
+memory they touch; the sync pass then orders the pipes.
+
+Mapping, one rule per kind of value:
+
+* scalars in registers: scalar-unit instructions (``add``, ``fmul``, ``cvt``...), with a ``cvt``
+  after every operation whose type is narrower than the 64-bit registers, so that integers wrap
+  and floats round exactly as the IR says; scalar parameters are read by name, constants are
+  immediates;
+* tiles in UB: one vector instruction per op over ``rows x cols`` (dense operands of any rank
+  are flattened; broadcasts, expand_dims, permutes are strided views, never copies);
+* memory: ``load_tile``/``store_tile`` become ``mov.gm.ub``/``mov.ub.gm`` with segment strides and
+  valid extents, ``gather_rows`` a ``gather.gm.ub``, and any other load or store of a pointer tile
+  an element-by-element gather/scatter (one segment per element: correct for any addresses,
+  and visible in the profile as such);
+* control flow: ``for`` -> ``for``/``endfor``, ``if``/``while`` -> branches; carried values are
+  copied into their homes at entry and at every ``yield``.
+
+Anything the emitter cannot map raises a ``CompilationError`` at the op's source line.
+"""
+from __future__ import annotations
+
+import re
+
+from tritonpu.codegen.analysis import UB, Analysis, elem_bytes
+from tritonpu.codegen.asmlist import Access, If, Instr, Loop, While
+from tritonpu.codegen.emit_memory import MemoryEmitter
+from tritonpu.codegen.emit_scalar import ScalarEmitter
+from tritonpu.codegen.emit_vector import VectorEmitter
+from tritonpu.codegen.values import Imm, Reg, Tile, asm_type
+from tritonpu.errors import CompilationError
+from tritonpu.isa.machines import machine as get_machine
+
+NUM_REGS = 64
+RESERVED = re.compile(r"^(s\d+|ub|l1|l0a|l0b|l0c|all|S|V|M|FIX|MTE[123])$")
+
+
+class Emitter(ScalarEmitter, VectorEmitter, MemoryEmitter):
+    def __init__(self, fn, machine="ascend910b"):
+        self.fn = fn
+        self.m = get_machine(machine)
+        self.an = Analysis(fn)
+        self.out: list = []
+        self.op = None
+        self.home: dict = {}            # id(value) -> Imm | Reg | Tile
+        self.param_of: dict = {}        # id(pointer value) -> GM parameter name
+        self.reg_owner: dict = {}       # register -> group
+        self.free_regs = [f"s{i}" for i in range(NUM_REGS - 1, -1, -1)]
+        self.temp_regs: list = []
+        self.ub_cap = self.m.capacity["ub"]
+        self.scratch_base = self.scratch_top = self.scratch_high = int(fn.attrs.get("ub_peak", 0))
+        self.notes: list[str] = []
+        self.params: list[str] = []
+
+    # ---- entry ---------------------------------------------------------------------------------------
+    def run(self) -> tuple[list[str], list]:
+        """(header lines, instruction list)."""
+        header = [f".kernel {self.fn.name}"]
+        for a in self.fn.args:
+            name = a.name if not RESERVED.match(a.name or "") else f"arg_{a.name}"
+            if a.type.is_ptr:
+                header.append(f".param {name} gm {asm_type(a.type.scalar.pointee)}")
+                self.param_of[id(a)] = name
+                self.home[id(a)] = Imm(0)          # a pointer argument is offset 0 in its parameter
+            else:
+                header.append(f".param {name} {asm_type(a.type)}")
+                self.home[id(a)] = Reg(name)
+            self.params.append(name)
+        self.region(self.fn.body.ops)
+        return header, self.out
+
+    def region(self, ops) -> None:
+        outer_temps, outer_scratch, outer_op = self.temp_regs, self.scratch_top, self.op
+        for op in ops:
+            self.op = op
+            self.release(self.an.span[id(op)][0])
+            self.scratch_top = max(outer_scratch, self.scratch_base)
+            self.temp_regs = []
+            fn = getattr(self, "op_" + op.name, None)
+            if fn is None:
+                fn = getattr(self, "kind_" + op.opdef.kind, None)
+            if fn is None:
+                self.fail(f"'{op.name}' is not supported on the NPU backend yet")
+            fn(op)
+            for r in self.temp_regs:
+                self.free_regs.append(r)
+        self.temp_regs, self.scratch_top, self.op = outer_temps, max(outer_scratch, self.scratch_top if
+                                                                     outer_op is None else outer_scratch), outer_op
+
+    # ---- diagnostics ----------------------------------------------------------------------------------
+    def fail(self, msg: str, op=None):
+        op = op or self.op
+        loc = getattr(op, "loc", None)
+        raise CompilationError(msg, getattr(loc, "file", None), getattr(loc, "line", None))
+
+    # ---- output -------------------------------------------------------------------------------------
+    def emit(self, text: str, pipe: str, reads=(), writes=(), comment="") -> Instr:
+        ins = Instr(text, pipe, tuple(reads), tuple(writes), getattr(self.op, "loc", None), comment)
+        self.out.append(ins)
+        return ins
+
+    def nested(self, fn, *args) -> list:
+        """Run ``fn`` collecting what it emits into a new list (a loop body or branch)."""
+        saved, self.out = self.out, []
+        try:
+            fn(*args)
+            return self.out
+        finally:
+            self.out = saved
+
+    # ---- registers -------------------------------------------------------------------------------
+    def release(self, now: int) -> None:
+        for r, g in list(self.reg_owner.items()):
+            if g.end < now:
+                del self.reg_owner[r]
+                self.free_regs.append(r)
+
+    def new_reg(self, v) -> Reg:
+        """The register holding value ``v`` (allocated for its whole group)."""
+        g = self.an.group_of[id(v)]
+        for r, owner in self.reg_owner.items():
+            if owner is g:
+                return Reg(r)
+        if not self.free_regs:
+            self.fail("too many scalar values are live at once for the 64 scalar registers")
+        r = self.free_regs.pop()
+        self.reg_owner[r] = g
+        return Reg(r)
+
+    def temp_reg(self) -> Reg:
+        if not self.free_regs:
+            self.fail("out of scalar registers")
+        r = self.free_regs.pop()
+        self.temp_regs.append(r)
+        return Reg(r)
+
+    # ---- UB -----------------------------------------------------------------------------------------
+    def scratch(self, nbytes: int, persistent: bool = False) -> int:
+        align = self.m.align["ub"]
+        at = self.scratch_top
+        self.scratch_top = at + (nbytes + align - 1) // align * align
+        if persistent:
+            self.scratch_base = self.scratch_top
+        self.scratch_high = max(self.scratch_high, self.scratch_top)
+        if self.scratch_top > self.ub_cap:
+            self.fail(f"the kernel needs {self.scratch_top} bytes of Unified Buffer (with temporaries) but UB "
+                      f"holds {self.ub_cap}; use smaller blocks")
+        return at
+
+    def planned(self, v) -> int:
+        """The UB address buffer planning gave ``v``."""
+        op, idx = v.owner, v.index
+        if op is None:
+            parent = self._region_parent(v)
+            if parent is None:
+                self.fail(f"no UB address for {v!r}")
+            op, region_idx = parent
+            args = op.regions[region_idx].args
+            i = args.index(v)
+            if op.name == "for":
+                key, idx = "ub", i - 1
+            elif op.name == "while":
+                key, idx = ("ub", i) if region_idx == 0 else ("ub_out", i)
+            else:
+                key, idx = "ub", i
+        else:
+            key = "ub_out" if op.name == "while" else "ub"
+        a = op.attrs.get(key)
+        if isinstance(a, list):
+            a = a[idx]
+        if a is None or a < 0:
+            self.fail(f"internal error: no UB address was planned for a {v.type} value (run buffer-planning)")
+        return a
+
+    def _region_parent(self, v):
+        for op in self.fn.walk():
+            for i, r in enumerate(op.regions):
+                if any(a is v for a in r.args):
+                    return op, i
+        return None
+
+    def dense_tile(self, v, addr=None) -> Tile:
+        ty = v.type
+        shape = ty.shape if ty.is_block else ()
+        return Tile.dense(self.planned(v) if addr is None else addr, asm_type(ty), shape, elem_bytes(ty))
+
+    def temp_tile(self, ty_dtype: str, shape, esize: int) -> Tile:
+        n = 1
+        for d in shape:
+            n *= d
+        return Tile.dense(self.scratch(max(n, 1) * esize), ty_dtype, tuple(shape), esize)
+
+    @staticmethod
+    def acc(t: Tile) -> Access:
+        return Access("ub", t.addr, t.addr + t.nbytes)
+
+    # ---- values ----------------------------------------------------------------------------------
+    def val(self, v):
+        """Imm | Reg | Tile for an operand already emitted."""
+        h = self.home.get(id(v))
+        if h is None:
+            self.fail(f"internal error: {v!r} used before it was emitted")
+        return h
+
+    def define(self, v, h) -> None:
+        self.home[id(v)] = h
+
+    def is_ub(self, v) -> bool:
+        return self.an.is_ub(v)
+
+    def out_tile(self, v) -> Tile:
+        t = self.dense_tile(v)
+        self.define(v, t)
+        return t
+
+    def out_reg(self, v) -> Reg:
+        r = self.new_reg(v)
+        self.define(v, r)
+        return r
+
+    def scalar(self, v):
+        """v as a scalar-unit operand (Imm or Reg); a UB-resident scalar is loaded (``sld``)."""
+        h = self.val(v)
+        if isinstance(h, Tile):
+            r = self.temp_reg()
+            self.emit(f"sld.{h.dtype} {r}, ub[{h.addr}]", "S", reads=[Access("ub", h.addr, h.addr + h.esize)])
+            return r
+        return h
+
+    def param(self, v) -> str:
+        p = self.param_of.get(id(v))
+        if p is None:
+            self.fail("cannot tell which kernel argument this pointer points into (pointers must come from "
+                      "pointer arguments by pointer arithmetic)")
+        return p
+
+    # ---- control flow --------------------------------------------------------------------------------
+    def copy_into(self, dst_v, src_v, home=None) -> None:
+        """Copy src_v into the home of dst_v (a register or a planned UB tile)."""
+        src = self.val(src_v)
+        dst = home if home is not None else self.home.get(id(dst_v))
+        if isinstance(dst, Reg):
+            if isinstance(src, Tile):
+                self.emit(f"sld.{src.dtype} {dst}, ub[{src.addr}]", "S",
+                          reads=[Access("ub", src.addr, src.addr + src.esize)])
+            elif str(src) != str(dst):
+                self.emit(f"mov {dst}, {src}", "S")
+            return
+        if isinstance(src, Tile) and src == dst:
+            return
+        self.copy_tile(dst, src)
+
+    def carried_home(self, v, planned_v=None):
+        if self.is_ub(v):
+            return self.dense_tile(v, self.planned(planned_v if planned_v is not None else v))
+        return self.new_reg(v)
+
+    def parallel_copy(self, homes: list, values: list, carried: list) -> None:
+        """Copy values[i] into homes[i]; values that are themselves carried homes are saved first."""
+        saved = {}
+        carried_ids = {id(c) for c in carried}
+        for i, v in enumerate(values):
+            if id(v) in carried_ids and self.home.get(id(v)) != homes[i]:
+                h = self.val(v)
+                if isinstance(h, Tile):
+                    t = self.temp_tile(h.dtype, h.shape, h.esize)
+                    self.copy_tile(t, h)
+                    saved[i] = t
+                elif isinstance(h, Reg):
+                    r = self.temp_reg()
+                    self.emit(f"mov {r}, {h}", "S")
+                    saved[i] = r
+        for i, (h, v) in enumerate(zip(homes, values)):
+            src = saved.get(i)
+            if src is None:
+                self.copy_into(None, v, home=h)
+            elif isinstance(h, Reg):
+                self.emit(f"mov {h}, {src}", "S")
+            else:
+                self.copy_tile(h, src)
+
+    def op_for(self, op) -> None:
+        lb, ub, step, *inits = op.operands
+        body = op.regions[0]
+        iv, *iters = body.args
+        homes = [self.carried_home(a) for a in iters]
+        for a, r, h in zip(iters, op.results, homes):
+            self.define(a, h)
+        self.parallel_copy(homes, inits, [])
+        ivr = self.new_reg(iv)
+        self.define(iv, ivr)
+        head = Instr(f"for {ivr}, {self.scalar(lb)}, {self.scalar(ub)}, {self.scalar(step)}", "S",
+                     loc=op.loc)
+        saved_op = op
+
+        def inner():
+            self.region(body.ops[:-1])
+            self.op = body.ops[-1]
+            self.parallel_copy(homes, body.ops[-1].operands, iters)
+        loop = Loop(head, self.nested(inner))
+        self.op = saved_op
+        self.out.append(loop)
+        for r, h in zip(op.results, homes):
+            self.define(r, h)
+
+    def op_if(self, op) -> None:
+        cond = self.scalar(op.operands[0])
+        homes = [self.carried_home(r) for r in op.results]
+        for r, h in zip(op.results, homes):
+            self.define(r, h)
+
+        def branch(region):
+            self.region(region.ops[:-1])
+            self.op = region.ops[-1]
+            self.parallel_copy(homes, region.ops[-1].operands, [])
+        test = [Instr(f"br.eq {cond}, 0, {{target}}", "S", loc=op.loc)]
+        then = self.nested(branch, op.regions[0])
+        orelse = self.nested(branch, op.regions[1])
+        self.op = op
+        self.out.append(If(test, then, orelse))
+
+    def op_while(self, op) -> None:
+        before, after = op.regions
+        homes_in = [self.carried_home(a) for a in before.args]
+        for a, h in zip(before.args, homes_in):
+            self.define(a, h)
+        self.parallel_copy(homes_in, op.operands, [])
+        homes_out = [self.carried_home(r) for r in op.results]
+        for a, r, h in zip(after.args, op.results, homes_out):
+            self.define(a, h)
+            self.define(r, h)
+        cond_reg = []
+
+        def first():
+            self.region(before.ops[:-1])
+            term = before.ops[-1]
+            self.op = term
+            self.parallel_copy(homes_out, term.operands[1:], before.args)
+            cond_reg.append(self.scalar(term.operands[0]))
+
+        def second():
+            self.region(after.ops[:-1])
+            self.op = after.ops[-1]
+            self.parallel_copy(homes_in, after.ops[-1].operands, after.args)
+        b = self.nested(first)
+        a = self.nested(second)
+        self.op = op
+        test = [Instr(f"br.eq {cond_reg[0]}, 0, {{target}}", "S", loc=op.loc)]
+        self.out.append(While(b, test, a))
+
+    def op_return(self, op) -> None:
+        pass
+
+    def op_yield(self, op) -> None:     # handled by the parent op
+        pass

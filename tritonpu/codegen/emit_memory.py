@@ -1,0 +1,323 @@
+"""Memory emission: structured transfers, gathers, element-by-element fallbacks, atomics.
+
+GM addresses are byte offsets into one parameter (``x[s3]``); every GM access is reported to
+the sync pass as touching the whole parameter.  Tiles whose masks cut rows are pre-filled with
+the ``other`` value on the vector unit before the transfer writes the valid part (the transfer's
+``valid=``/``pad=`` fills the columns).
+"""
+from __future__ import annotations
+
+from tritonpu.codegen.asmlist import Access, Instr, Loop
+from tritonpu.codegen.values import Imm, Reg, Tile, asm_type
+
+
+class MemoryEmitter:
+    # ---- helpers -----------------------------------------------------------------------------------
+    def mul_imm(self, a, k: int):
+        """a * k as an operand (folded when a is an immediate)."""
+        if isinstance(a, Imm):
+            return Imm(int(a.value) * k)
+        if k == 1:
+            return a
+        r = self.temp_reg()
+        self.emit(f"mul {r}, {a}, {k}", "S")
+        return r
+
+    def pad_of(self, v, dtype: str):
+        """The fill value of ``other`` as a scalar operand (0 when absent), or None if it is a tile."""
+        if v is None:
+            return Imm(0)
+        h = self.val(v)
+        if isinstance(h, Tile):
+            if h.strides and any(h.strides):
+                return None
+            return self.scalar(v)
+        return h
+
+    @staticmethod
+    def const(h, n) -> bool:
+        return isinstance(h, Imm) and int(h.value) == n
+
+    # ---- structured tiles --------------------------------------------------------------------------
+    def op_load_tile(self, op) -> None:
+        ty = op.result.type
+        r = len(ty.shape)
+        ptr, strides, valids = op.operands[0], op.operands[1:1 + r], op.operands[1 + r:1 + 2 * r]
+        other = op.operands[1 + 2 * r] if len(op.operands) > 1 + 2 * r else None
+        param, base = self.param(ptr), self.scalar(ptr)
+        dst = self.out_tile(op.result)
+        es = dst.esize
+        pad = self.pad_of(other, dst.dtype)
+        S = [self.scalar(v) for v in strides]
+        V = [self.scalar(v) for v in valids]
+        shape = ty.shape or (1,)
+        if r == 0:
+            S, V = [Imm(1)], [Imm(1)]
+        if r <= 1:
+            rows_valid, cols_valid, cols = Imm(1), V[0], shape[0]
+            s_row, s_col = Imm(0), S[0]
+        else:
+            rows_valid, cols_valid, cols = V[0], V[1], shape[1]
+            s_row, s_col = S[0], S[1]
+        rows = shape[0] if r >= 2 else 1
+        reads, writes = [Access.gm(param)], [self.acc(dst)]
+        full_rows = self.const(rows_valid, rows)
+        if self.const(s_col, 1):
+            if not full_rows:
+                self.vfill(dst, pad)
+            valid = "" if self.const(cols_valid, cols) else f", valid={self.mul_imm(cols_valid, es)}, pad={pad}"
+            self.emit(f"mov.gm.ub.{dst.dtype} ub[{dst.addr}], {param}[{base}], {rows_valid}, {cols * es}, "
+                      f"{self.mul_imm(s_row, es)}, {cols * es}{valid}", "MTE2", reads, writes)
+            return
+        if r == 2 and self.const(s_row, 1):
+            # column-major in GM: load the transpose (one segment per column) and view it transposed
+            if not self.const(cols_valid, cols):
+                self.vfill(dst, pad)
+            valid = "" if full_rows else f", valid={self.mul_imm(rows_valid, es)}, pad={pad}"
+            self.emit(f"mov.gm.ub.{dst.dtype} ub[{dst.addr}], {param}[{base}], {cols_valid}, {rows * es}, "
+                      f"{self.mul_imm(s_col, es)}, {rows * es}{valid}", "MTE2", reads, writes)
+            self.define(op.result, dst.with_(strides=(1, rows)))
+            return
+        # any other strides: one element per segment, row by row
+        self.vfill(dst, pad)
+        src_stride = self.mul_imm(s_col, es)
+        if r <= 1:
+            self.emit(f"mov.gm.ub.{dst.dtype} ub[{dst.addr}], {param}[{base}], {cols_valid}, {es}, {src_stride}, "
+                      f"{es}", "MTE2", reads, writes)
+            return
+        self.row_loop(rows_valid, lambda i, g, u: self.emit(
+            f"mov.gm.ub.{dst.dtype} ub[{u}+{dst.addr}], {param}[{g}], {cols_valid}, {es}, {src_stride}, {es}",
+            "MTE2", reads, writes), base, self.mul_imm(s_row, es), cols * es)
+
+    def row_loop(self, nrows, body, gm_base, gm_row_bytes, ub_row_bytes) -> None:
+        """for i in range(nrows): body(i, gm_address_reg, ub_offset_reg)."""
+        i, g, u = self.temp_reg(), self.temp_reg(), self.temp_reg()
+        head = Instr(f"for {i}, 0, {nrows}, 1", "S", loc=self.op.loc)
+
+        def inner():
+            self.emit(f"mul {g}, {i}, {gm_row_bytes}", "S")
+            self.emit(f"add {g}, {g}, {gm_base}", "S")
+            self.emit(f"mul {u}, {i}, {ub_row_bytes}", "S")
+            body(i, g, u)
+        self.out.append(Loop(head, self.nested(inner)))
+
+    def op_store_tile(self, op) -> None:
+        val_v = op.operands[-1]
+        ty = val_v.type
+        r = len(ty.shape)
+        ptr, strides, valids = op.operands[0], op.operands[1:1 + r], op.operands[1 + r:1 + 2 * r]
+        param, base = self.param(ptr), self.scalar(ptr)
+        src = self.as_tile(val_v)
+        S = [self.scalar(v) for v in strides] or [Imm(1)]
+        V = [self.scalar(v) for v in valids] or [Imm(1)]
+        shape = ty.shape or (1,)
+        es = src.esize
+        reads, writes = [self.acc(src)], [Access.gm(param)]
+        if r <= 1:
+            rows_valid, cols_valid, cols, rows, s_row, s_col = Imm(1), V[0], shape[0], 1, Imm(0), S[0]
+        else:
+            rows_valid, cols_valid, cols, rows, s_row, s_col = V[0], V[1], shape[1], shape[0], S[0], S[1]
+        if self.const(s_col, 1):
+            src = self.dense(src)
+            reads = [self.acc(src)]
+            self.emit(f"mov.ub.gm.{src.dtype} {param}[{base}], ub[{src.addr}], {rows_valid}, "
+                      f"{self.mul_imm(cols_valid, es)}, {cols * es}, {self.mul_imm(s_row, es)}", "MTE3", reads, writes)
+            return
+        if r == 2 and self.const(s_row, 1):
+            # column-major in GM: store the transpose, one segment per column
+            t = Tile.dense(self.scratch(src.numel * es), src.dtype, (cols, rows), es)
+            self.copy_tile(t, src.with_(shape=(cols, rows), strides=(src.strides[1], src.strides[0])))
+            self.emit(f"mov.ub.gm.{src.dtype} {param}[{base}], ub[{t.addr}], {cols_valid}, "
+                      f"{self.mul_imm(rows_valid, es)}, {rows * es}, {self.mul_imm(s_col, es)}", "MTE3",
+                      [self.acc(t)], writes)
+            return
+        src = self.dense(src)
+        reads = [self.acc(src)]
+        dst_stride = self.mul_imm(s_col, es)
+        if r <= 1:
+            self.emit(f"mov.ub.gm.{src.dtype} {param}[{base}], ub[{src.addr}], {cols_valid}, {es}, {es}, "
+                      f"{dst_stride}", "MTE3", reads, writes)
+            return
+        self.row_loop(rows_valid, lambda i, g, u: self.emit(
+            f"mov.ub.gm.{src.dtype} {param}[{g}], ub[{u}+{src.addr}], {cols_valid}, {es}, {es}, {dst_stride}",
+            "MTE3", reads, writes), base, self.mul_imm(s_row, es), cols * es)
+
+    # ---- indexed rows --------------------------------------------------------------------------------
+    def op_gather_rows(self, op) -> None:
+        ptr, offs, valid = op.operands[:3]
+        mask = op.operands[3] if len(op.operands) > 3 else None
+        other = op.operands[4] if len(op.operands) > 4 else None
+        param, base = self.param(ptr), self.scalar(ptr)
+        dst = self.out_tile(op.result)
+        rows, cols = op.result.type.shape
+        es = dst.esize
+        pad = self.pad_of(other, dst.dtype)
+        if pad is None:
+            self.fail("gather: `other` must be a scalar or a constant on the NPU")
+        idx = self.dense(self.as_tile(offs))
+        V = self.scalar(valid)
+        if not self.const(V, cols):
+            self.vfill(dst, pad)
+        base_off = f"{param}[{base}]"
+        extra = f", idx={idx.dtype}"
+        reads = [Access.gm(param), self.acc(idx)]
+        if mask is not None:
+            m = self.dense(self.as_tile(mask))
+            extra += f", mask=ub[{m.addr}], pad={pad}"
+            reads.append(self.acc(m))
+        self.emit(f"gather.gm.ub.{dst.dtype} ub[{dst.addr}], {base_off}, ub[{idx.addr}], {rows}, "
+                  f"{self.mul_imm(V, es)}, {es}, {cols * es}{extra}", "MTE2", reads, [self.acc(dst)])
+
+    def op_scatter_rows(self, op) -> None:
+        ptr, offs, valid, value = op.operands[:4]
+        mask = op.operands[4] if len(op.operands) > 4 else None
+        param, base = self.param(ptr), self.scalar(ptr)
+        src = self.dense(self.as_tile(value))
+        rows, cols = value.type.shape
+        idx = self.dense(self.as_tile(offs))
+        reads = [self.acc(src), self.acc(idx)]
+        extra = f", idx={idx.dtype}"
+        if mask is not None:
+            m = self.dense(self.as_tile(mask))
+            extra += f", mask=ub[{m.addr}]"
+            reads.append(self.acc(m))
+        self.emit(f"scatter.ub.gm.{src.dtype} {param}[{base}], ub[{src.addr}], ub[{idx.addr}], {rows}, "
+                  f"{self.mul_imm(self.scalar(valid), src.esize)}, {src.esize}, {cols * src.esize}{extra}", "MTE3",
+                  reads, [Access.gm(param)])
+
+    # ---- generic loads and stores ------------------------------------------------------------------
+    def _elementwise_args(self, ptr_v, mask_v):
+        """(param, dense i64 byte-offset tile, dense u8 mask tile or None) for a pointer tile."""
+        param = self.param(ptr_v)
+        offs = self.dense(self.as_tile(ptr_v))
+        m = self.dense(self.as_tile(mask_v)) if mask_v is not None else None
+        return param, offs, m
+
+    def op_load(self, op) -> None:
+        ptr = op.operands[0]
+        mask = op.operands[1] if len(op.operands) > 1 else None
+        other = op.operands[2] if len(op.operands) > 2 else None
+        ty = op.result.type
+        if not ptr.type.is_block:
+            return self._scalar_load(op, ptr, mask, other)
+        dst = self.out_tile(op.result)
+        pad = self.pad_of(other, dst.dtype)
+        param, offs, m = self._elementwise_args(ptr, mask)
+        n = dst.numel
+        extra = ", idx=i64"
+        reads = [Access.gm(param), self.acc(offs)]
+        if m is not None:
+            extra += f", mask=ub[{m.addr}]" + (f", pad={pad}" if pad is not None else ", pad=0")
+            reads.append(self.acc(m))
+        self.emit(f"gather.gm.ub.{dst.dtype} ub[{dst.addr}], {param}[0], ub[{offs.addr}], {n}, {dst.esize}, 1, "
+                  f"{dst.esize}{extra}", "MTE2", reads, [self.acc(dst)],
+                  comment="element-by-element: addresses not affine in the program's indices")
+        if m is not None and pad is None:
+            self.vec(f"vsel.{dst.dtype}", dst, [m.with_(shape=dst.shape, strides=dst.strides), dst,
+                                                self.as_tile(other)])
+        self.notes.append(f"{op.loc}: load of {ty} moves one element per segment (gather)")
+
+    def _scalar_load(self, op, ptr, mask, other) -> None:
+        param, off = self.param(ptr), self.scalar(ptr)
+        ty = op.result.type
+        dst = self.out_reg(op.result)
+        T = asm_type(ty)
+        if mask is None:
+            self.emit(f"sld.{T} {dst}, {param}[{off}]", "S", reads=[Access.gm(param)])
+            return
+        o = self.scalar(other) if other is not None else Imm(0)
+        self.emit(f"mov {dst}, {o}", "S")
+        self.guarded(self.scalar(mask), lambda: self.emit(f"sld.{T} {dst}, {param}[{off}]", "S",
+                                                          reads=[Access.gm(param)]))
+
+    def op_store(self, op) -> None:
+        ptr, value = op.operands[:2]
+        mask = op.operands[2] if len(op.operands) > 2 else None
+        if not ptr.type.is_block:
+            param, off = self.param(ptr), self.scalar(ptr)
+            h = self.val(value)
+            T = asm_type(value.type)
+
+            def do():
+                if isinstance(h, Tile):
+                    self.emit(f"mov.ub.gm.{T} {param}[{off}], ub[{h.addr}], 1, {h.esize}, 0, 0", "MTE3",
+                              [self.acc(h)], [Access.gm(param)])
+                else:
+                    self.emit(f"sst.{T} {param}[{off}], {h}", "S", writes=[Access.gm(param)])
+            if mask is None:
+                return do()
+            return self.guarded(self.scalar(mask), do)
+        src = self.dense(self.as_tile(value))
+        param, offs, m = self._elementwise_args(ptr, mask)
+        extra = ", idx=i64" + (f", mask=ub[{m.addr}]" if m is not None else "")
+        reads = [self.acc(src), self.acc(offs)] + ([self.acc(m)] if m is not None else [])
+        self.emit(f"scatter.ub.gm.{src.dtype} {param}[0], ub[{src.addr}], ub[{offs.addr}], {src.numel}, "
+                  f"{src.esize}, 1, {src.esize}{extra}", "MTE3", reads, [Access.gm(param)],
+                  comment="element-by-element: addresses not affine in the program's indices")
+        self.notes.append(f"{op.loc}: store of {value.type} moves one element per segment (scatter)")
+
+    # ---- atomics -------------------------------------------------------------------------------------
+    def op_atomic_rmw(self, op) -> None:
+        kind = op.attrs["op"]
+        if kind in ("and", "or", "xor"):
+            self.fail(f"atomic_{kind} is not supported on the NPU backend (the scalar unit has add, max, min, "
+                      "xchg and cas)")
+        self._atomic(op, lambda d, addr, vals: f"satomic.{kind}.{{T}} {d}, {addr}, {vals[0]}")
+
+    def op_atomic_cas(self, op) -> None:
+        self._atomic(op, lambda d, addr, vals: f"satomic.cas.{{T}} {d}, {addr}, {vals[0]}, {vals[1]}")
+
+    def _atomic(self, op, fmt) -> None:
+        ptr = op.operands[0]
+        ty = op.result.type
+        T = asm_type(ty)
+        n_vals = 2 if op.name == "atomic_cas" else 1
+        vals_v = op.operands[1:1 + n_vals]
+        mask_v = op.operands[1 + n_vals] if len(op.operands) > 1 + n_vals else None
+        param = self.param(ptr)
+        if not ptr.type.is_block:
+            off = self.scalar(ptr)
+            vals = [self.scalar(v) for v in vals_v]
+            d = self.out_reg(op.result)
+            self.guarded(self.scalar(mask_v) if mask_v is not None else Imm(1), lambda: self.emit(
+                fmt(d, f"{param}[{off}]", vals).format(T=T), "S", [Access.gm(param)], [Access.gm(param)]))
+            return
+        # a tile of atomics: one scalar atomic per element, in element order
+        dst = self.out_tile(op.result)
+        offs = self.dense(self.as_tile(ptr))
+        vals = [self.dense(self.as_tile(v)) if isinstance(self.val(v), Tile) else self.val(v) for v in vals_v]
+        m = self.dense(self.as_tile(mask_v)) if mask_v is not None else None
+        i, a, e = self.temp_reg(), self.temp_reg(), self.temp_reg()
+        regs = [self.temp_reg() if isinstance(v, Tile) else v for v in vals]
+        mreg = self.temp_reg() if m is not None else None
+        d = self.temp_reg()
+        head = Instr(f"for {i}, 0, {dst.numel}, 1", "S", loc=op.loc)
+        es = dst.esize
+
+        def body():
+            self.emit(f"mul {e}, {i}, 8", "S")
+            self.emit(f"sld.i64 {a}, ub[{e}+{offs.addr}]", "S", reads=[self.acc(offs)])
+            self.emit(f"mul {e}, {i}, {es}", "S")
+            for r, v in zip(regs, vals):
+                if isinstance(v, Tile):
+                    self.emit(f"sld.{T} {r}, ub[{e}+{v.addr}]", "S", reads=[self.acc(v)])
+
+            def doit():
+                self.emit(fmt(d, f"{param}[{a}]", regs).format(T=T), "S", [Access.gm(param)], [Access.gm(param)])
+                self.emit(f"sst.{T} ub[{e}+{dst.addr}], {d}", "S", writes=[self.acc(dst)])
+            if m is not None:
+                self.emit(f"sld.u8 {mreg}, ub[{i}+{m.addr}]", "S", reads=[self.acc(m)])
+                self.guarded(mreg, doit)
+            else:
+                doit()
+        self.out.append(Loop(head, self.nested(body)))
+        self.notes.append(f"{op.loc}: {op.name} on a tile runs one scalar atomic per element")
+
+    # ---- debugging ops -------------------------------------------------------------------------------
+    def op_print(self, op) -> None:
+        self.fail("device_print is not supported on the NPU backend; run this launch with backend='ref' or "
+                  "backend='cpu' to print")
+
+    def op_assert(self, op) -> None:
+        self.fail("device_assert is not supported on the NPU backend; run this launch with backend='ref' or "
+                  "backend='cpu' to check it")

@@ -1,0 +1,301 @@
+"""Vector-unit emission: ops on tiles in the Unified Buffer.
+
+One instruction covers a whole tile: ``rows x cols`` with per-operand row and column strides, so
+broadcast operands (stride 0), transposed views and per-row scalars (``x - rowmax[:, None]``) are
+read in place.  Operands that are all dense are flattened to one row whatever their rank.
+Scalars in registers use the ``v*s`` forms (``vadds``, ``vrsubs``...); booleans are u8 masks.
+"""
+from __future__ import annotations
+
+from tritonpu.codegen.analysis import elem_bytes
+from tritonpu.codegen.values import Imm, Reg, Tile, asm_type
+
+_BIN = {"add": "vadd", "sub": "vsub", "mul": "vmul", "div": "vdiv", "rem": "vrem", "and": "vand", "or": "vor",
+        "xor": "vxor", "shl": "vshl", "shr": "vshr", "maximum": "vmax", "minimum": "vmin"}
+_COMMUTES = {"add", "mul", "and", "or", "xor", "maximum", "minimum"}
+_REVERSED = {"sub": "vrsubs", "div": "vrdivs"}
+_UN = {"neg": "vneg", "not": "vnot", "abs": "vabs", "exp": "vexp", "exp2": "vexp2", "log": "vlog",
+       "log2": "vlog2", "sqrt": "vsqrt", "rsqrt": "vrsqrt", "sin": "vsin", "cos": "vcos", "floor": "vfloor",
+       "ceil": "vceil", "erf": "verf"}
+_SWAP = {"lt": "gt", "le": "ge", "gt": "lt", "ge": "le", "eq": "eq", "ne": "ne"}
+
+
+def _align_to(t: Tile, shape: tuple) -> Tile:
+    """View t (numpy-broadcastable to shape) with shape's rank and 0 strides on broadcast dims."""
+    k = len(shape) - len(t.shape)
+    tshape = (1,) * k + tuple(t.shape)
+    tstr = (0,) * k + tuple(t.strides)
+    strides = tuple(0 if (n == 1 and m != 1) else s for n, m, s in zip(tshape, shape, tstr))
+    return t.with_(shape=tuple(shape), strides=strides)
+
+
+class VectorEmitter:
+    # ---- geometry -----------------------------------------------------------------------------------
+    def geometry(self, shape, tiles):
+        """[(rows, cols, [per-tile (addr, row_stride, col_stride)])] covering ``shape``."""
+        tiles = [_align_to(t, shape) for t in tiles]
+        n = 1
+        for d in shape:
+            n *= d
+        if len(shape) <= 1 or all(t.is_dense() or not any(t.strides) for t in tiles):
+            ops = []
+            for t in tiles:
+                if not any(t.strides):
+                    ops.append((t.addr, 0, 0 if n > 1 else 1))
+                elif len(shape) == 1:
+                    ops.append((t.addr, 0, t.strides[0]))
+                else:
+                    ops.append((t.addr, 0, 1))
+            return [(1, max(n, 1), ops)]
+        if len(shape) == 2:
+            return [(shape[0], shape[1], [(t.addr, t.strides[0], t.strides[1]) for t in tiles])]
+        # rank > 2: one instruction per index of the leading dimensions
+        import itertools
+        out = []
+        for idx in itertools.product(*(range(d) for d in shape[:-2])):
+            ops = []
+            for t in tiles:
+                off = sum(i * s for i, s in zip(idx, t.strides[:-2])) * t.esize
+                if off % self.m.align["ub"]:
+                    self.fail(f"a rank-{len(shape)} tile whose slices are not 32-byte aligned; reshape to 2D")
+                ops.append((t.addr + off, t.strides[-2], t.strides[-1]))
+            out.append((shape[-2], shape[-1], ops))
+        return out
+
+    @staticmethod
+    def opnd(addr, rs, cs, rows, cols) -> str:
+        if rows == 1:
+            return f"ub[{addr}]" if cs == 1 else f"ub[{addr}, 0, {cs}]"
+        if cs == 1 and rs == cols:
+            return f"ub[{addr}]"
+        if cs == 1:
+            return f"ub[{addr}, {rs}]"
+        return f"ub[{addr}, {rs}, {cs}]"
+
+    def vec(self, mnemonic: str, dst: Tile, srcs: list, scalars=(), extra="") -> None:
+        """Emit ``mnemonic dst, srcs..., scalars..., cols[, rows=]`` over dst's shape."""
+        for rows, cols, ops in self.geometry(dst.shape, [dst] + list(srcs)):
+            args = [self.opnd(a, rs, cs, rows, cols) for a, rs, cs in ops]
+            args += [str(s) for s in scalars]
+            args.append(str(cols))
+            if rows != 1:
+                args.append(f"rows={rows}")
+            if extra:
+                args.append(extra)
+            self.emit(f"{mnemonic} " + ", ".join(args), "V",
+                      reads=[self.acc(t) for t in srcs], writes=[self.acc(dst)])
+
+    def vfill(self, dst: Tile, value) -> None:
+        self.vec(f"vdup.{dst.dtype}", dst, [], scalars=[value])
+
+    def copy_tile(self, dst: Tile, src) -> None:
+        if isinstance(src, Tile):
+            if src.dtype != dst.dtype:
+                src = src.with_(dtype=dst.dtype)
+            self.vec(f"vmov.{dst.dtype}", dst, [src])
+        else:
+            self.vfill(dst, src)
+
+    def as_tile(self, v) -> Tile:
+        """v as a UB tile (a register or immediate is broadcast into a one-element temporary)."""
+        h = self.val(v)
+        if isinstance(h, Tile):
+            return h
+        t = self.temp_tile(asm_type(v.type), (), elem_bytes(v.type))
+        self.vfill(t, h)
+        return t
+
+    def dense(self, t: Tile, persistent=False) -> Tile:
+        """t itself when dense, else a dense copy."""
+        if t.is_dense():
+            return t
+        d = Tile.dense(self.scratch(t.numel * t.esize, persistent), t.dtype, t.shape, t.esize)
+        self.copy_tile(d, t)
+        return d
+
+    # ---- elementwise ---------------------------------------------------------------------------------
+    def v_elementwise(self, op) -> None:
+        dst = self.out_tile(op.result)
+        self.v_apply(op, dst, [self.val(v) for v in op.operands])
+
+    def v_apply(self, op, dst: Tile, ins: list) -> None:
+        name, ty = op.name, op.result.type
+        T = dst.dtype
+        if name == "fma":
+            a, b, c = [self.as_tile_h(h, v) for h, v in zip(ins, op.operands)]
+            self.vec(f"vmul.{T}", dst, [a, b])
+            self.vec(f"vadd.{T}", dst, [dst, c])
+            return
+        if len(ins) == 1:
+            a = self.as_tile_h(ins[0], op.operands[0])
+            if name == "not" and ty.scalar.is_bool:
+                self.vec(f"vxors.{T}", dst, [a], scalars=[1])
+                return
+            mn = _UN.get(name)
+            if mn is None:
+                self.fail(f"'{name}' is not supported on the vector unit")
+            self.vec(f"{mn}.{T}", dst, [a])
+            return
+        a, b = ins
+        mn = _BIN[name]
+        if ty.scalar.is_bool:
+            mn = {"add": "vxor", "sub": "vxor", "mul": "vand", "maximum": "vor", "minimum": "vand"}.get(name, mn)
+        if not isinstance(b, Tile):
+            self.vec(f"{mn}s.{T}", dst, [self.as_tile_h(a, op.operands[0])], scalars=[b])
+        elif not isinstance(a, Tile) and (name in _COMMUTES or name in _REVERSED) and not ty.scalar.is_bool:
+            m2 = f"{mn}s" if name in _COMMUTES else _REVERSED[name]
+            self.vec(f"{m2}.{T}", dst, [b], scalars=[a])
+        else:
+            self.vec(f"{mn}.{T}", dst, [self.as_tile_h(a, op.operands[0]), b])
+
+    def as_tile_h(self, h, v) -> Tile:
+        if isinstance(h, Tile):
+            return h
+        t = self.temp_tile(asm_type(v.type), (), elem_bytes(v.type))
+        self.vfill(t, h)
+        return t
+
+    def v_compare(self, op) -> None:
+        dst = self.out_tile(op.result)
+        a, b = (self.val(v) for v in op.operands)
+        T = asm_type(op.operands[0].type)
+        pred = op.attrs["pred"]
+        if not isinstance(b, Tile):
+            self.vec(f"vcmps.{pred}.{T}", dst, [self.as_tile_h(a, op.operands[0])], scalars=[b])
+        elif not isinstance(a, Tile):
+            self.vec(f"vcmps.{_SWAP[pred]}.{T}", dst, [b], scalars=[a])
+        else:
+            self.vec(f"vcmp.{pred}.{T}", dst, [a, b])
+
+    def v_select(self, op) -> None:
+        dst = self.out_tile(op.result)
+        c, a, b = (self.val(v) for v in op.operands)
+        c = self.as_tile_h(c, op.operands[0])
+        T = dst.dtype
+        if not isinstance(b, Tile):
+            self.vec(f"vsels.{T}", dst, [c, self.as_tile_h(a, op.operands[1])], scalars=[b])
+        else:
+            self.vec(f"vsel.{T}", dst, [c, self.as_tile_h(a, op.operands[1]), b])
+
+    def v_cast(self, op) -> None:
+        src = self.as_tile(op.operands[0])
+        s_t, d_t = op.operands[0].type, op.result.type
+        if op.name == "bitcast":
+            if elem_bytes(s_t) != elem_bytes(d_t):
+                self.fail("bitcast between element types of different widths is not supported on the NPU")
+            return self.define(op.result, src.with_(dtype=asm_type(d_t)))
+        dst = self.out_tile(op.result)
+        if d_t.scalar.is_bool:
+            self.vec(f"vcmps.ne.{src.dtype}", dst, [src], scalars=[0])
+        else:
+            self.vec(f"vcast.{dst.dtype}.{src.dtype}", dst, [src])
+
+    # ---- blocks from scalars --------------------------------------------------------------------------
+    def kind_splat(self, op) -> None:
+        dst = self.out_tile(op.result)
+        h = self.val(op.operands[0])
+        if isinstance(h, Tile):
+            self.vec(f"vmov.{dst.dtype}", dst, [h.with_(shape=(), strides=())])
+        else:
+            self.vfill(dst, h)
+
+    def kind_arange(self, op) -> None:
+        dst = self.out_tile(op.result)
+        self.vec(f"varange.{dst.dtype}", dst, [], scalars=[op.attrs["start"]])
+
+    # ---- views ---------------------------------------------------------------------------------------
+    def kind_broadcast(self, op) -> None:
+        t = self.val(op.operands[0])
+        self.define(op.result, _align_to(t, op.result.type.shape))
+
+    def kind_shape(self, op) -> None:
+        t = self.as_tile(op.operands[0])
+        shape = op.result.type.shape
+        if op.name == "expand_dims":
+            ax = op.attrs["axis"]
+            self.define(op.result, t.with_(shape=shape, strides=t.strides[:ax] + (0,) + t.strides[ax:]))
+        elif op.name == "permute":
+            order = op.attrs["order"]
+            self.define(op.result, t.with_(shape=shape, strides=tuple(t.strides[i] for i in order)))
+        else:   # reshape
+            d = self.dense(t, persistent=True)
+            self.define(op.result, Tile.dense(d.addr, d.dtype, shape, d.esize))
+
+    # ---- reductions and scans ---------------------------------------------------------------------
+    def _reduce_geometry(self, t: Tile, axis: int):
+        shape = t.shape
+        if len(shape) == 1:
+            return 1, shape[0], 1, (t.addr, 0, t.strides[0])
+        if len(shape) == 2:
+            return shape[0], shape[1], axis if axis == 0 else 1, (t.addr, t.strides[0], t.strides[1])
+        self.fail("reductions and scans of rank > 2 blocks are not supported on the NPU yet; reshape to 2D")
+
+    def kind_reduce(self, op) -> None:
+        src = self.as_tile(op.operands[0])
+        dst = self.out_tile(op.result)
+        rows, cols, axis, (a, rs, cs) = self._reduce_geometry(src, op.attrs["axis"])
+        T = src.dtype
+        if op.operands[0].type.scalar.is_bool:
+            self.fail("reductions of i1 blocks are not supported on the NPU; cast to an integer type first")
+        acc_t = T
+        kind = op.attrs["op"]
+        if T in ("f16", "bf16") and kind == "sum":
+            # the language sums low-precision floats in fp32
+            wide = self.temp_tile("f32", src.shape, 4)
+            self.vec(f"vcast.f32.{T}", wide, [src])
+            src, acc_t = wide, "f32"
+            rows, cols, axis, (a, rs, cs) = self._reduce_geometry(src, op.attrs["axis"])
+        extra = f"axis={axis}" if axis != 1 else ""
+        args = [self.opnd(dst.addr, 0, 1, 1, 2), self.opnd(a, rs, cs, rows, cols), str(cols)]
+        if rows != 1:
+            args.append(f"rows={rows}")
+        if extra:
+            args.append(extra)
+        target = dst
+        if acc_t != dst.dtype and not kind.startswith("arg"):
+            target = self.temp_tile(acc_t, dst.shape, 4)
+            args[0] = f"ub[{target.addr}]"
+        self.emit(f"vreduce.{kind}.{acc_t} " + ", ".join(args), "V", reads=[self.acc(src)],
+                  writes=[self.acc(target)])
+        if target is not dst:
+            self.vec(f"vcast.{dst.dtype}.{acc_t}", dst, [target])
+
+    def kind_scan(self, op) -> None:
+        if op.attrs.get("reverse"):
+            self.fail("reverse scans are not supported on the NPU yet")
+        src = self.dense(self.as_tile(op.operands[0]))
+        dst = self.out_tile(op.result)
+        rows, cols, axis, (a, rs, cs) = self._reduce_geometry(src, op.attrs["axis"])
+        mn = {"sum": "vcumsum"}[op.attrs["op"]]
+        args = [f"ub[{dst.addr}]", f"ub[{a}]", str(cols)]
+        if rows != 1:
+            args.append(f"rows={rows}")
+        if axis != 1:
+            args.append(f"axis={axis}")
+        self.emit(f"{mn}.{dst.dtype} " + ", ".join(args), "V", reads=[self.acc(src)], writes=[self.acc(dst)])
+
+    # ---- pointer tiles (byte offsets into one parameter, i64) -----------------------------------------
+    def v_addptr(self, op) -> None:
+        p, off = op.operands
+        self.param_of[id(op.result)] = self.param(p)
+        pt = self.val(p)
+        esize = self.esize_of(op.result.type.scalar.pointee)
+        dst = self.out_tile(op.result)
+        o = self.val(off)
+        if isinstance(o, Tile):
+            if o.dtype != "i64":
+                wide = self.temp_tile("i64", op.result.type.shape, 8)
+                self.vec(f"vcast.i64.{o.dtype}", wide, [o])
+                o = wide
+            self.vec("vmuls.i64", dst, [o], scalars=[esize])
+            if isinstance(pt, Tile):
+                self.vec("vadd.i64", dst, [dst, pt])
+            else:
+                self.vec("vadds.i64", dst, [dst], scalars=[pt])
+        else:
+            if isinstance(o, Imm):
+                scaled = Imm(int(o.value) * esize)
+            else:
+                scaled = self.temp_reg()
+                self.emit(f"mul {scaled}, {o}, {esize}", "S")
+            self.vec("vadds.i64", dst, [self.as_tile(p)], scalars=[scaled])

@@ -1,0 +1,97 @@
+"""The NPU compiler, end to end: dataflow IR -> passes -> ISA emission -> sync -> assembly.
+
+``NPU_PIPELINE`` is the pass pipeline in one place.  ``compile_npu`` runs it on a copy of the
+frontend IR and returns every stage's text (``asm[stage]``) and the assembled program;
+``launch_npu`` runs a compiled kernel on the virtual NPU and turns machine errors into
+``ExecutionError``s that name the instruction and the kernel's source line.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from tritonpu.codegen.asmlist import Instr, Loop, render
+from tritonpu.codegen.emit import Emitter
+from tritonpu.codegen.sync import insert_sync
+from tritonpu.errors import CompilationError, ExecutionError, LaunchError
+from tritonpu.ir import parse_function, print_function
+from tritonpu.passes import PassManager
+from tritonpu.passes.manager import PassError
+
+# The passes the NPU path runs, in order (each is a file in tritonpu/passes/).
+NPU_PIPELINE = ["canonicalize", "memory-analysis", "cse", "fusion", "dce", "tiling", "buffer-planning"]
+# Passes a user may switch off (results must not change; tests check it).
+OPTIONAL_PASSES = ("canonicalize", "memory-analysis", "cse", "fusion")
+
+
+@dataclass
+class NpuKernel:
+    asm: dict = field(default_factory=dict)       # stage -> text
+    program: object = None                        # tritonpu.npu.Program
+    notes: list = field(default_factory=list)
+    sync_pairs: int = 0
+
+
+def pipeline_for(options: dict | None = None) -> list[str]:
+    options = options or {}
+    skip = set(options.get("disable_passes") or ())
+    return [p for p in NPU_PIPELINE if p not in skip]
+
+
+def compile_npu(ir_text: str, options: dict | None = None, print_after=None) -> NpuKernel:
+    """Compile frontend IR text for the virtual NPU."""
+    from tritonpu.npu import AsmError, assemble
+    fn = parse_function(ir_text)
+    pm = PassManager(pipeline_for(options), print_after=print_after)
+    pm.print_after = set(pm.pipeline)          # keep every stage for h.asm
+    try:
+        pm.run(fn)
+    except PassError as e:
+        raise CompilationError(f"internal compiler error: {e}") from None
+    out = NpuKernel()
+    for name, text in pm.dumps:
+        out.asm[name] = text
+    em = Emitter(fn)
+    header, nodes = em.run()
+    # Analyse the body as the loop it is: a core runs its programs one after another, so hazards
+    # from one program into the next are synced exactly like loop-carried ones.
+    program_loop = Loop(Instr("for s63, 0, 1, 1", "S"), nodes)
+    report = insert_sync([program_loop])
+    lines = header + render(program_loop.body)
+    text = "\n".join(lines) + "\n"
+    out.asm["isa"] = text
+    out.notes = em.notes
+    out.sync_pairs = report.pairs
+    try:
+        out.program = assemble(text, f"{fn.name}.s")
+    except AsmError as e:
+        raise CompilationError(f"internal compiler error: the emitted assembly does not assemble: {e}") from None
+    return out
+
+
+def launch_npu(kernel, arrays, grid, options) -> object:
+    """Run a CompiledKernel on the virtual NPU; returns the launch's Stats."""
+    from tritonpu.npu import NpuError
+    art = kernel.backend_artifacts.get("npu")
+    if art is None:
+        art = compile_npu(kernel.asm["ir"], options)
+        kernel.backend_artifacts["npu"] = art
+        for k, v in art.asm.items():
+            kernel.asm[k] = v
+    prog = art.program
+    args = {}
+    for p, a in zip(kernel.fn.args, arrays):
+        name = p.name if prog.param(p.name) is not None else f"arg_{p.name}"
+        args[name] = a
+    try:
+        stats = prog.run(args, grid=grid, sanitize=options.get("sanitize", True),
+                         trace=bool(options.get("trace")), cores=options.get("cores"))
+    except NpuError as e:
+        loc = e.loc
+        msg = str(e)
+        if loc is not None:
+            raise ExecutionError(msg, loc[0], loc[1], loc[2]) from None
+        raise ExecutionError(msg) from None
+    except LaunchError:
+        raise
+    stats.notes = list(art.notes)
+    return stats

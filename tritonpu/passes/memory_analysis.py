@@ -1,0 +1,432 @@
+"""Memory analysis: block loads and stores with structured addresses become tile transfers.
+
+Guarantees: a ``load``/``store`` of a rank-1 or rank-2 block whose pointer is
+``p + c + sum_d i_d * s_d`` (``p`` a scalar pointer, ``c`` and ``s_d`` scalars: built from
+``splat``, ``arange``, ``+``, ``-``, ``*`` by a uniform value, ``<<`` by a constant,
+``expand_dims``, ``broadcast`` and integer widening) and whose mask is a conjunction of
+per-dimension bounds (``i_d * k + c' < n`` and its ``<=``/``>``/``>=`` forms, ``k`` a positive
+constant, or uniform conditions) is replaced by ``load_tile``/``store_tile`` with the base pointer
+``p + c``, the strides ``s_d`` and the valid extents ``clamp(bound_d, 0, size_d)`` computed by
+scalar ops inserted before it; ``other`` becomes the tile's fill value when it is uniform (else a
+``select`` after the load).  A rank-2 access whose offsets add a data-dependent per-row term
+(``idx[:, None] * D + cols[None, :]``, an embedding lookup) with contiguous columns becomes
+``gather_rows``/``scatter_rows``.  Everything else is left as it is (the NPU back end then moves it
+element by element).  The rewrite keeps the program's meaning exactly: the same elements are read
+and written, masked-off elements are neither read nor written, and the fill values are the same.
+Pointer arithmetic and masks left without uses are removed by ``dce``.
+"""
+from __future__ import annotations
+
+from tritonpu.ir import Function, Op, Region
+from tritonpu.ir import types as T
+from tritonpu.passes.manager import Pass, register
+
+
+class _NotAffine(Exception):
+    pass
+
+
+class _Builder:
+    """Scalar ops inserted before one op; ints are folded, values combined as i64 when types differ."""
+
+    def __init__(self, at: Op):
+        self.at = at
+        self.ops: list[Op] = []
+
+    def op(self, name, operands, ty, **attrs):
+        o = Op(name, operands, [ty], attrs, loc=self.at.loc)
+        self.ops.append(o)
+        return o.result
+
+    def value(self, t, ty=None):
+        if isinstance(t, int):
+            return self.op("constant", [], ty or T.i32, value=t)
+        return t
+
+    def _unify(self, a, b):
+        ta = a.type if not isinstance(a, int) else None
+        tb = b.type if not isinstance(b, int) else None
+        ty = T.i64 if T.i64 in (ta, tb) else (ta or tb or T.i32)
+        if ty == T.i64 and not (-2**31 <= (a if isinstance(a, int) else 0) < 2**31
+                                 and -2**31 <= (b if isinstance(b, int) else 0) < 2**31):
+            pass
+        return self.cast(a, ty), self.cast(b, ty), ty
+
+    def cast(self, a, ty):
+        if isinstance(a, int):
+            return self.value(a, ty)
+        if a.type != ty:
+            return self.op("cast", [a], ty)
+        return a
+
+    def add(self, a, b):
+        if isinstance(a, int) and isinstance(b, int):
+            return a + b
+        if a == 0 if isinstance(a, int) else False:
+            return b
+        if b == 0 if isinstance(b, int) else False:
+            return a
+        x, y, ty = self._unify(a, b)
+        return self.op("add", [x, y], ty)
+
+    def mul(self, a, b):
+        if isinstance(a, int) and isinstance(b, int):
+            return a * b
+        for p, q in ((a, b), (b, a)):
+            if isinstance(p, int) and p == 0:
+                return 0
+            if isinstance(p, int) and p == 1:
+                return q
+        x, y, ty = self._unify(a, b)
+        return self.op("mul", [x, y], ty)
+
+    def sub(self, a, b):
+        if isinstance(a, int) and isinstance(b, int):
+            return a - b
+        if isinstance(b, int):
+            return self.add(a, -b)
+        x, y, ty = self._unify(a, b)
+        return self.op("sub", [x, y], ty)
+
+    def neg(self, a):
+        return -a if isinstance(a, int) else self.mul(a, -1)
+
+    def binop(self, name, a, b):
+        if isinstance(a, int) and isinstance(b, int):
+            return {"maximum": max, "minimum": min}[name](a, b)
+        x, y, ty = self._unify(a, b)
+        return self.op(name, [x, y], ty)
+
+
+def _const(v):
+    """The Python value of a constant (scalar or splat-of-constant block), else None."""
+    op = v.owner
+    if op is None:
+        return None
+    if op.name == "constant":
+        return op.attrs["value"]
+    if op.name == "splat":
+        return _const(op.operands[0])
+    return None
+
+
+class _Aff:
+    """c + sum_d i_d * strides[d] (+ rowdata, a [R, 1] data tensor, for rank 2)."""
+
+    def __init__(self, c, strides, rowdata=None):
+        self.c, self.strides, self.rowdata = c, list(strides), rowdata
+
+    @property
+    def uniform(self) -> bool:
+        return all(isinstance(s, int) and s == 0 for s in self.strides) and self.rowdata is None
+
+
+class _Analyzer:
+    def __init__(self, b: _Builder):
+        self.b = b
+
+    # ---- offsets ----------------------------------------------------------------------------------
+    def affine(self, v) -> _Aff:
+        rank = len(v.type.shape) if v.type.is_block else 0
+        k = _const(v)
+        if isinstance(k, bool) or (k is not None and not isinstance(k, int)):
+            raise _NotAffine
+        if k is not None:
+            return _Aff(k, [0] * rank)
+        op = v.owner
+        if op is None:
+            if rank:
+                raise _NotAffine
+            return _Aff(v, [])
+        b = self.b
+        if not v.type.is_block:
+            if v.type.is_int:
+                return _Aff(v, [])
+            raise _NotAffine
+        name = op.name
+        if name == "splat":
+            return _Aff(self.scalar(op.operands[0]), [0] * rank)
+        if name == "arange":
+            return _Aff(op.attrs["start"], [1])
+        if name in ("add", "sub"):
+            x, y = (self.affine(o) for o in op.operands)
+            if name == "sub":
+                if y.rowdata is not None:
+                    raise _NotAffine
+                y = _Aff(b.neg(y.c), [b.neg(s) for s in y.strides])
+            if x.rowdata is not None and y.rowdata is not None:
+                raise _NotAffine
+            return _Aff(b.add(x.c, y.c), [b.add(s, t) for s, t in zip(x.strides, y.strides)],
+                        x.rowdata if x.rowdata is not None else y.rowdata)
+        if name == "mul":
+            x, y = (self._try(o) for o in op.operands)
+            for p, q in ((x, y), (y, x)):
+                if p is not None and p.uniform and q is not None and q.rowdata is None:
+                    return _Aff(b.mul(q.c, p.c), [b.mul(s, p.c) for s in q.strides])
+            raise _NotAffine
+        if name == "shl":
+            k = _const(op.operands[1])
+            if not isinstance(k, int) or not 0 <= k < 31:
+                raise _NotAffine
+            x = self.affine(op.operands[0])
+            if x.rowdata is not None:
+                raise _NotAffine
+            return _Aff(b.mul(x.c, 1 << k), [b.mul(s, 1 << k) for s in x.strides])
+        if name == "expand_dims":
+            x = self.affine(op.operands[0])
+            if x.rowdata is not None:
+                raise _NotAffine
+            ax = op.attrs["axis"]
+            return _Aff(x.c, x.strides[:ax] + [0] + x.strides[ax:])
+        if name == "broadcast":
+            src = op.operands[0]
+            try:
+                x = self.affine(src)
+            except _NotAffine:
+                # a data-dependent term that varies along rows only: [R, 1] -> [R, C]
+                if rank == 2 and src.type.shape[1] == 1 and src.type.shape[0] == v.type.shape[0]:
+                    return _Aff(0, [0, 0], rowdata=src)
+                raise
+            return x
+        if name == "cast" and op.operands[0].type.scalar.is_int and v.type.scalar.is_int and \
+                v.type.scalar.bits >= op.operands[0].type.scalar.bits:
+            return self.affine(op.operands[0])
+        raise _NotAffine
+
+    def _try(self, v):
+        try:
+            return self.affine(v)
+        except _NotAffine:
+            return None
+
+    def scalar(self, v):
+        k = _const(v)
+        if isinstance(k, int) and not isinstance(k, bool):
+            return k
+        if not v.type.is_int:
+            raise _NotAffine
+        return v
+
+    def pointer(self, v):
+        """(scalar base pointer, offsets _Aff in elements)."""
+        op = v.owner
+        rank = len(v.type.shape)
+        if op is None:
+            raise _NotAffine
+        if op.name == "splat":
+            return op.operands[0], _Aff(0, [0] * rank)
+        if op.name == "addptr":
+            base, off = self.pointer(op.operands[0])
+            x = self.affine(op.operands[1])
+            if off.rowdata is not None and x.rowdata is not None:
+                raise _NotAffine
+            return base, _Aff(self.b.add(off.c, x.c), [self.b.add(s, t) for s, t in zip(off.strides, x.strides)],
+                              off.rowdata if off.rowdata is not None else x.rowdata)
+        if op.name == "expand_dims":
+            base, off = self.pointer(op.operands[0])
+            if off.rowdata is not None:
+                raise _NotAffine
+            ax = op.attrs["axis"]
+            return base, _Aff(off.c, off.strides[:ax] + [0] + off.strides[ax:])
+        if op.name == "broadcast":
+            return self.pointer(op.operands[0])
+        raise _NotAffine
+
+    # ---- masks ------------------------------------------------------------------------------------
+    def mask(self, v, shape):
+        """Per-dimension upper bounds (None: no bound) such that mask[i] == all(i_d < bound_d)."""
+        rank = len(shape)
+        k = _const(v)
+        if k is not None:
+            return [None] * rank if k else [0] + [None] * (rank - 1)
+        op = v.owner
+        if op is None:
+            raise _NotAffine
+        b = self.b
+        if op.name == "splat":
+            cond = op.operands[0]
+            return [b.op("select", [cond, b.value(shape[0]), b.value(0)], T.i32)] + [None] * (rank - 1)
+        if op.name == "and":
+            x, y = (self.mask(o, shape) for o in op.operands)
+            return [p if q is None else q if p is None else b.binop("minimum", p, q) for p, q in zip(x, y)]
+        if op.name == "expand_dims":
+            ax = op.attrs["axis"]
+            inner = list(shape[:ax]) + list(shape[ax + 1:])
+            x = self.mask(op.operands[0], inner)
+            return x[:ax] + [None] + x[ax:]
+        if op.name == "broadcast":
+            src_shape = op.operands[0].type.shape
+            x = self.mask(op.operands[0], src_shape)
+            out = []
+            for bound, n, m in zip(x, src_shape, shape):
+                if bound is not None and n == 1 and m != 1:
+                    ok = b.op("cmp", list(b._unify(bound, 1)[:2]), T.i1, pred="ge")
+                    bound = b.op("select", [ok, b.value(m), b.value(0)], T.i32)
+                out.append(bound)
+            return out
+        if op.name == "cmp":
+            pred = op.attrs["pred"]
+            x, y = (self.affine(o) for o in op.operands)
+            if x.rowdata is not None or y.rowdata is not None:
+                raise _NotAffine
+            if pred in ("gt", "ge"):
+                x, y = y, x
+                pred = "lt" if pred == "gt" else "le"
+            if pred not in ("lt", "le"):
+                raise _NotAffine
+            # x < y  (x <= y is x < y + 1):  sum_d i_d s_d < y.c - x.c  with s = x.strides - y.strides
+            room = b.sub(y.c, x.c)
+            if pred == "le":
+                room = b.add(room, 1)
+            strides = [b.sub(s, t) for s, t in zip(x.strides, y.strides)]
+            live = [d for d, s in enumerate(strides) if not (isinstance(s, int) and s == 0)]
+            bounds = [None] * rank
+            if not live:
+                ok = b.op("cmp", list(b._unify(room, 0)[:2]), T.i1, pred="gt")
+                if rank:
+                    bounds[0] = b.op("select", [ok, b.value(shape[0]), b.value(0)], T.i32)
+                return bounds
+            if len(live) != 1 or not isinstance(strides[live[0]], int) or strides[live[0]] <= 0:
+                raise _NotAffine
+            d, s = live[0], strides[live[0]]
+            # i_d * s < room  <=>  i_d < ceil(room / s)
+            bound = room
+            if s != 1:
+                bound = b.binop("maximum", bound, 0)
+                bound = b.add(bound, s - 1)
+                if isinstance(bound, int):
+                    bound //= s
+                else:
+                    bound = b.op("div", [bound, b.value(s, bound.type)], bound.type)
+            bounds[d] = bound
+            return bounds
+        raise _NotAffine
+
+    def clamp(self, bound, n):
+        if bound is None:
+            return n
+        if isinstance(bound, int):
+            return max(0, min(bound, n))
+        return self.b.binop("minimum", self.b.binop("maximum", bound, 0), n)
+
+
+def _uniform_other(v):
+    """The scalar fill value of a uniform ``other`` (splat or constant), else None."""
+    op = v.owner
+    if op is not None and op.name == "splat":
+        return op.operands[0]
+    if op is not None and op.name == "constant" and op.result.type.is_block:
+        o = Op("constant", [], [op.result.type.scalar], {"value": op.attrs["value"]}, loc=op.loc)
+        return o
+    return None
+
+
+@register
+class MemoryAnalysis(Pass):
+    name = "memory-analysis"
+
+    def run(self, fn: Function) -> None:
+        self.fn = fn
+        self._region(fn.body)
+
+    def _region(self, region: Region) -> None:
+        new_ops = []
+        for op in region.ops:
+            for r in op.regions:
+                self._region(r)
+            repl = None
+            if op.name in ("load", "store") and op.operands[0].type.is_block and \
+                    1 <= len(op.operands[0].type.shape) <= 2:
+                repl = self._rewrite(op)
+            if repl is None:
+                new_ops.append(op)
+                continue
+            for o in repl:
+                o.parent = region
+            new_ops.extend(repl)
+        region.ops = new_ops
+
+    def _rewrite(self, op: Op):
+        b = _Builder(op)
+        an = _Analyzer(b)
+        is_load = op.name == "load"
+        ptr = op.operands[0]
+        shape = ptr.type.shape
+        mask = op.operands[1 if is_load else 2] if len(op.operands) > (1 if is_load else 2) else None
+        try:
+            base, off = an.pointer(ptr)
+            bounds = an.mask(mask, shape) if mask is not None else [None] * len(shape)
+        except _NotAffine:
+            return None
+        valids = [b.value(an.clamp(bd, n)) if not isinstance(an.clamp(bd, n), int)
+                  else b.value(an.clamp(bd, n)) for bd, n in zip(bounds, shape)]
+        if not (isinstance(off.c, int) and off.c == 0):
+            base = b.op("addptr", [base, b.value(off.c)], base.type)
+        if off.rowdata is not None:
+            return self._rows(op, b, base, off, bounds, valids, mask, is_load)
+        strides = [b.value(s) for s in off.strides]
+        if is_load:
+            other = op.operands[2] if len(op.operands) > 2 else None
+            fill = _uniform_other(other) if other is not None else None
+            if fill is not None and fill.owner is None and isinstance(fill, Op):
+                pass
+            extra = []
+            if isinstance(fill, Op):
+                b.ops.append(fill)
+                extra = [fill.result]
+            elif fill is not None:
+                extra = [fill]
+            tile = Op("load_tile", [base] + strides + valids + extra, [op.result.type], loc=op.loc)
+            result_ops = b.ops + [tile]
+            if other is not None and fill is None:
+                sel = Op("select", [mask, tile.result, other], [op.result.type], loc=op.loc)
+                result_ops.append(sel)
+                _replace(op.result, sel.result, self.fn)
+            else:
+                _replace(op.result, tile.result, self.fn)
+            return result_ops
+        store = Op("store_tile", [base] + strides + valids + [op.operands[1]], [], loc=op.loc)
+        return b.ops + [store]
+
+    def _rows(self, op, b, base, off, bounds, valids, mask, is_load):
+        if not (isinstance(off.strides[1], int) and off.strides[1] == 1):
+            return None
+        R = op.operands[0].type.shape[0]
+        data = off.rowdata
+        ity = data.type.scalar
+        rows = b.op("reshape", [data], T.block(ity, [R]))
+        if not (isinstance(off.strides[0], int) and off.strides[0] == 0):
+            ar = b.op("arange", [], T.block(T.i32, [R]), start=0, end=R)
+            s = b.cast(off.strides[0], ity) if not isinstance(off.strides[0], int) else b.value(off.strides[0], ity)
+            if ity != T.i32:
+                ar = b.op("cast", [ar], T.block(ity, [R]))
+            step = b.op("mul", [ar, b.op("splat", [s], T.block(ity, [R]))], T.block(ity, [R]))
+            rows = b.op("add", [rows, step], T.block(ity, [R]))
+        extra = []
+        if bounds[0] is not None:
+            ar = b.op("arange", [], T.block(T.i32, [R]), start=0, end=R)
+            lim = b.cast(valids[0], T.i32)
+            extra = [b.op("cmp", [ar, b.op("splat", [lim], T.block(T.i32, [R]))], T.block(T.i1, [R]), pred="lt")]
+        if is_load:
+            other = op.operands[2] if len(op.operands) > 2 else None
+            fill = _uniform_other(other) if other is not None else None
+            if other is not None and fill is None:
+                return None
+            if isinstance(fill, Op):
+                b.ops.append(fill)
+                fill = fill.result
+            if fill is not None:
+                if not extra:
+                    extra = [b.op("splat", [b.op("constant", [], T.i1, value=True)], T.block(T.i1, [R]))]
+                extra.append(fill)
+            g = Op("gather_rows", [base, rows, valids[1]] + extra, [op.result.type], loc=op.loc)
+            _replace(op.result, g.result, self.fn)
+            return b.ops + [g]
+        s = Op("scatter_rows", [base, rows, valids[1], op.operands[1]] + extra, [], loc=op.loc)
+        return b.ops + [s]
+
+
+def _replace(old, new, fn: Function) -> None:
+    """Replace every use of ``old`` by ``new``."""
+    for o in fn.walk():
+        o.operands = [new if v is old else v for v in o.operands]
