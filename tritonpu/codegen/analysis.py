@@ -50,6 +50,10 @@ class Group:
         return self.values[0]
 
 
+def _in_place_ok(op) -> bool:
+    return op.opdef.kind in ("elementwise", "compare", "select", "cast") and op.name != "fma"
+
+
 class Analysis:
     """Homes, groups and live intervals of one function (read-only over the IR)."""
 
@@ -74,8 +78,11 @@ class Analysis:
         def region(ops, loops):
             for op in ops:
                 start = counter[0] = counter[0] + 1
+                # A one-instruction elementwise op may write its result over an operand it reads
+                # (in place); any other op reads its operands until it ends.
+                at = start if _in_place_ok(op) else start + 1
                 for v in op.operands:
-                    self._use(v, start, loops)
+                    self._use(v, at, loops)
                 inner = loops + [op] if op.name in LOOPS else loops
                 for r in op.regions:
                     for a in r.args:

@@ -85,10 +85,23 @@ class Emitter(ScalarEmitter, VectorEmitter, MemoryEmitter):
             if fn is None:
                 self.fail(f"'{op.name}' is not supported on the NPU backend yet")
             fn(op)
+            self._track_pointer(op)
             for r in self.temp_regs:
                 self.free_regs.append(r)
         self.temp_regs, self.scratch_top, self.op = outer_temps, max(outer_scratch, self.scratch_top if
                                                                      outer_op is None else outer_scratch), outer_op
+
+    def _track_pointer(self, op) -> None:
+        """Pointer results point into the parameter their pointer operands point into."""
+        for r in op.results:
+            if r.type.scalar.is_ptr and id(r) not in self.param_of:
+                params = {self.param_of.get(id(v)) for v in op.operands if v.type.scalar.is_ptr}
+                params.discard(None)
+                if len(params) == 1:
+                    self.param_of[id(r)] = params.pop()
+                elif len(params) > 1:
+                    self.fail("a pointer that may point into different kernel arguments (for example "
+                              "`tl.where(c, x_ptr, y_ptr)`) is not supported on the NPU")
 
     # ---- diagnostics ----------------------------------------------------------------------------------
     def fail(self, msg: str, op=None):

@@ -127,6 +127,15 @@ class _Analyzer:
 
     # ---- offsets ----------------------------------------------------------------------------------
     def affine(self, v) -> _Aff:
+        try:
+            return self._affine(v)
+        except _NotAffine:
+            # a data-dependent term that varies along rows only ([R, 1], broadcast later)
+            if v.type.is_block and len(v.type.shape) == 2 and v.type.shape[1] == 1 and v.type.scalar.is_int:
+                return _Aff(0, [0, 0], rowdata=v)
+            raise
+
+    def _affine(self, v) -> _Aff:
         rank = len(v.type.shape) if v.type.is_block else 0
         k = _const(v)
         if isinstance(k, bool) or (k is not None and not isinstance(k, int)):
@@ -179,14 +188,9 @@ class _Analyzer:
             ax = op.attrs["axis"]
             return _Aff(x.c, x.strides[:ax] + [0] + x.strides[ax:])
         if name == "broadcast":
-            src = op.operands[0]
-            try:
-                x = self.affine(src)
-            except _NotAffine:
-                # a data-dependent term that varies along rows only: [R, 1] -> [R, C]
-                if rank == 2 and src.type.shape[1] == 1 and src.type.shape[0] == v.type.shape[0]:
-                    return _Aff(0, [0, 0], rowdata=src)
-                raise
+            x = self.affine(op.operands[0])
+            if x.rowdata is not None and op.operands[0].type.shape[0] != v.type.shape[0]:
+                raise _NotAffine
             return x
         if name == "cast" and op.operands[0].type.scalar.is_int and v.type.scalar.is_int and \
                 v.type.scalar.bits >= op.operands[0].type.scalar.bits:
