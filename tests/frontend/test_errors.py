@@ -410,7 +410,7 @@ def test_out_of_bounds_load_is_an_execution_error():
     x = np.zeros(20, np.float32)
     y = np.zeros(20, np.float32)
     with pytest.raises(tritonpu.ExecutionError) as info:
-        k_oob[(2,)](x, y, 20, BLOCK=16)
+        k_oob[(2,)](x, y, 20, BLOCK=16, backend="ref")
     err = info.value
     line, src = _marked_line("oob")
     text = str(err)
@@ -419,3 +419,18 @@ def test_out_of_bounds_load_is_an_execution_error():
     assert "out-of-bounds access to `x_ptr` at element offset 20" in text and "program (1, 0, 0)" in text
     assert "Traceback" not in text and "tritonpu/ref" not in text
     k_oob[(1,)](x, y, 20, BLOCK=16)       # in bounds: fine
+
+
+def test_out_of_bounds_load_on_the_npu_names_instruction_and_source_line():
+    x = np.zeros(20, np.float32)
+    y = np.zeros(20, np.float32)
+    with pytest.raises(tritonpu.ExecutionError) as info:
+        k_oob[(2,)](x, y, 20, BLOCK=16, backend="npu")
+    err = info.value
+    line, src = _marked_line("oob")
+    text = str(err)
+    assert err.file == THIS_FILE and err.line == line
+    assert text.splitlines()[1] == "    " + src
+    first = text.splitlines()[0]
+    assert "outside GM parameter 'x_ptr'" in first and "mov.gm.ub" in first and "program (1, 0, 0)" in first
+    assert "Traceback" not in text

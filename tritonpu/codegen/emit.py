@@ -62,7 +62,8 @@ class Emitter(ScalarEmitter, VectorEmitter, MemoryEmitter):
         for a in self.fn.args:
             name = a.name if not RESERVED.match(a.name or "") else f"arg_{a.name}"
             if a.type.is_ptr:
-                header.append(f".param {name} gm {asm_type(a.type.scalar.pointee)}")
+                pointee = a.type.scalar.pointee
+                header.append(f".param {name} gm {'i1' if pointee.is_bool else asm_type(pointee)}")
                 self.param_of[id(a)] = name
                 self.home[id(a)] = Imm(0)          # a pointer argument is offset 0 in its parameter
             else:

@@ -7,7 +7,7 @@ the ``other`` value on the vector unit before the transfer writes the valid part
 """
 from __future__ import annotations
 
-from tritonpu.codegen.asmlist import Access, Instr, Loop
+from tritonpu.codegen.asmlist import Access, Instr, Loop, While
 from tritonpu.codegen.values import Imm, Reg, Tile, asm_type
 
 
@@ -260,14 +260,24 @@ class MemoryEmitter:
     def op_atomic_rmw(self, op) -> None:
         kind = op.attrs["op"]
         if kind in ("and", "or", "xor"):
-            self.fail(f"atomic_{kind} is not supported on the NPU backend (the scalar unit has add, max, min, "
-                      "xchg and cas)")
+            return self._atomic(op, None, kind)
         self._atomic(op, lambda d, addr, vals: f"satomic.{kind}.{{T}} {d}, {addr}, {vals[0]}")
+
+    def _cas_loop(self, kind, d, addr, val, T) -> None:
+        """d = old; mem = old (kind) val, as a compare-and-swap retry loop on the scalar unit."""
+        new, seen = self.temp_reg(), self.temp_reg()
+        g = [Access.gm(addr.split("[")[0])]
+        self.emit(f"sld.{T} {d}, {addr}", "S", reads=g)
+        before = [Instr(f"{kind} {new}, {d}, {val}", "S", loc=self.op.loc),
+                  Instr(f"satomic.cas.{T} {seen}, {addr}, {d}, {new}", "S", g, g, loc=self.op.loc),
+                  Instr(f"sub {new}, {seen}, {d}", "S", loc=self.op.loc)]
+        after = [Instr(f"mov {d}, {seen}", "S", loc=self.op.loc)]
+        self.out.append(While(before, [Instr(f"br.eq {new}, 0, {{target}}", "S", loc=self.op.loc)], after))
 
     def op_atomic_cas(self, op) -> None:
         self._atomic(op, lambda d, addr, vals: f"satomic.cas.{{T}} {d}, {addr}, {vals[0]}, {vals[1]}")
 
-    def _atomic(self, op, fmt) -> None:
+    def _atomic(self, op, fmt, cas_kind=None) -> None:
         ptr = op.operands[0]
         ty = op.result.type
         T = asm_type(ty)
@@ -279,6 +289,10 @@ class MemoryEmitter:
             off = self.scalar(ptr)
             vals = [self.scalar(v) for v in vals_v]
             d = self.out_reg(op.result)
+            if cas_kind:
+                self.guarded(self.scalar(mask_v) if mask_v is not None else Imm(1),
+                             lambda: self._cas_loop(cas_kind, d, f"{param}[{off}]", vals[0], T))
+                return
             self.guarded(self.scalar(mask_v) if mask_v is not None else Imm(1), lambda: self.emit(
                 fmt(d, f"{param}[{off}]", vals).format(T=T), "S", [Access.gm(param)], [Access.gm(param)]))
             return
@@ -303,7 +317,11 @@ class MemoryEmitter:
                     self.emit(f"sld.{T} {r}, ub[{e}+{v.addr}]", "S", reads=[self.acc(v)])
 
             def doit():
-                self.emit(fmt(d, f"{param}[{a}]", regs).format(T=T), "S", [Access.gm(param)], [Access.gm(param)])
+                if cas_kind:
+                    self._cas_loop(cas_kind, d, f"{param}[{a}]", regs[0], T)
+                else:
+                    self.emit(fmt(d, f"{param}[{a}]", regs).format(T=T), "S", [Access.gm(param)],
+                              [Access.gm(param)])
                 self.emit(f"sst.{T} ub[{e}+{dst.addr}], {d}", "S", writes=[self.acc(dst)])
             if m is not None:
                 self.emit(f"sld.u8 {mreg}, ub[{i}+{m.addr}]", "S", reads=[self.acc(m)])

@@ -245,6 +245,9 @@ class VectorEmitter:
             self.vec(f"vcast.f32.{T}", wide, [src])
             src, acc_t = wide, "f32"
             rows, cols, axis, (a, rs, cs) = self._reduce_geometry(src, op.attrs["axis"])
+        if kind.startswith("arg") and axis == 0:
+            # the vector unit finds first extrema along rows: read the block transposed
+            rows, cols, axis, rs, cs = cols, rows, 1, cs, rs
         extra = f"axis={axis}" if axis != 1 else ""
         args = [self.opnd(dst.addr, 0, 1, 1, 2), self.opnd(a, rs, cs, rows, cols), str(cols)]
         if rows != 1:
@@ -261,8 +264,6 @@ class VectorEmitter:
             self.vec(f"vcast.{dst.dtype}.{acc_t}", dst, [target])
 
     def kind_scan(self, op) -> None:
-        if op.attrs.get("reverse"):
-            self.fail("reverse scans are not supported on the NPU yet")
         src = self.dense(self.as_tile(op.operands[0]))
         dst = self.out_tile(op.result)
         rows, cols, axis, (a, rs, cs) = self._reduce_geometry(src, op.attrs["axis"])
@@ -273,6 +274,25 @@ class VectorEmitter:
         if axis != 1:
             args.append(f"axis={axis}")
         self.emit(f"{mn}.{dst.dtype} " + ", ".join(args), "V", reads=[self.acc(src)], writes=[self.acc(dst)])
+        if op.attrs.get("reverse"):
+            # suffix sums: total - inclusive prefix + x (exact for integers; floats may differ from a
+            # right-to-left sum in the last bits)
+            tot = Tile.dense(self.scratch(dst.numel * dst.esize), dst.dtype, dst.shape, dst.esize)
+            red_shape = (rows, 1) if axis == 1 and len(dst.shape) == 2 else ((1, cols) if len(dst.shape) == 2 else ())
+            n_red = cols if axis == 1 else rows
+            tot = Tile.dense(tot.addr, dst.dtype, (rows,) if axis == 1 else (cols,), dst.esize)
+            targs = [f"ub[{tot.addr}]", f"ub[{a}]", str(cols)] + ([f"rows={rows}"] if rows != 1 else []) + \
+                ([f"axis={axis}"] if axis != 1 else [])
+            self.emit(f"vreduce.sum.{dst.dtype} " + ", ".join(targs), "V", reads=[self.acc(src)],
+                      writes=[self.acc(tot)])
+            if len(dst.shape) == 2:
+                view = tot.with_(shape=red_shape, strides=(1, 0) if axis == 1 else (0, 1))
+            else:
+                view = tot.with_(shape=(), strides=())
+            self.vec(f"vrsubs.{dst.dtype}", dst, [dst], scalars=[0])
+            self.vec(f"vadd.{dst.dtype}", dst, [dst, view])
+            self.vec(f"vadd.{dst.dtype}", dst, [dst, src])
+            del n_red
 
     # ---- pointer tiles (byte offsets into one parameter, i64) -----------------------------------------
     def v_addptr(self, op) -> None:

@@ -86,12 +86,28 @@ def launch_npu(kernel, arrays, grid, options) -> object:
         stats = prog.run(args, grid=grid, sanitize=options.get("sanitize", True),
                          trace=bool(options.get("trace")), cores=options.get("cores"))
     except NpuError as e:
-        loc = e.loc
-        msg = str(e)
-        if loc is not None:
-            raise ExecutionError(msg, loc[0], loc[1], loc[2]) from None
-        raise ExecutionError(msg) from None
+        raise _execution_error(e, grid) from None
     except LaunchError:
         raise
     stats.notes = list(art.notes)
     return stats
+
+
+def _execution_error(e, grid) -> ExecutionError:
+    """The machine's finding, one line, then where: the instruction, core, program, kernel line."""
+    msg = f"{e.kind}: {e.message}" if e.kind != "error" else e.message
+    where = []
+    if e.inst is not None:
+        where.append(f"in `{e.inst.text().strip()}` (assembly line {e.inst.line})")
+    if e.program is not None:
+        p = e.program
+        gx, gy = grid[0], grid[1]
+        where.append(f"program ({p % gx}, {p // gx % gy}, {p // (gx * gy)})")
+    if e.core is not None:
+        where.append(f"core {e.core}")
+    if where:
+        msg += " [" + ", ".join(where) + "]"
+    if e.loc is not None:
+        f, line, col = e.loc
+        return ExecutionError(msg, f, line, max(0, col - 1))
+    return ExecutionError(msg)

@@ -31,7 +31,7 @@ TRITON_OPTIONS = ("num_warps", "num_stages", "num_ctas", "maxnreg", "enable_fp_f
 # tritonpu's own launch options.
 OPTIONS = ("backend", "check", "sanitize", "trace", "cores", "disable_passes", "double_buffer")
 BACKENDS = ("ref", "cpu", "npu")
-DEFAULT_BACKEND = "ref"
+DEFAULT_BACKEND = "npu"
 
 
 @dataclass
