@@ -27,6 +27,7 @@ import re
 
 from tritonpu.codegen.analysis import UB, Analysis, elem_bytes
 from tritonpu.codegen.asmlist import Access, If, Instr, Loop, While
+from tritonpu.codegen.emit_cube import CubeEmitter
 from tritonpu.codegen.emit_memory import MemoryEmitter
 from tritonpu.codegen.emit_scalar import ScalarEmitter
 from tritonpu.codegen.emit_vector import VectorEmitter
@@ -38,7 +39,7 @@ NUM_REGS = 64
 RESERVED = re.compile(r"^(s\d+|ub|l1|l0a|l0b|l0c|all|S|V|M|FIX|MTE[123])$")
 
 
-class Emitter(ScalarEmitter, VectorEmitter, MemoryEmitter):
+class Emitter(ScalarEmitter, VectorEmitter, MemoryEmitter, CubeEmitter):
     def __init__(self, fn, machine="ascend910b"):
         self.fn = fn
         self.m = get_machine(machine)
@@ -301,8 +302,9 @@ class Emitter(ScalarEmitter, VectorEmitter, MemoryEmitter):
         body = op.regions[0]
         iv, *iters = body.args
         homes = [self.carried_home(a) for a in iters]
-        for a, r, h in zip(iters, op.results, homes):
+        for a, r, h, init in zip(iters, op.results, homes, inits):
             self.define(a, h)
+            self._carry_param(init, a, r)
         self.parallel_copy(homes, inits, [])
         ivr = self.new_reg(iv)
         self.define(iv, ivr)
@@ -320,6 +322,16 @@ class Emitter(ScalarEmitter, VectorEmitter, MemoryEmitter):
         for r, h in zip(op.results, homes):
             self.define(r, h)
 
+    def _carry_param(self, src, *dsts) -> None:
+        if src.type.scalar.is_ptr and id(src) in self.param_of:
+            for d in dsts:
+                self.param_of[id(d)] = self.param_of[id(src)]
+
+    def _carry_param_later(self, src, *dsts) -> None:
+        """Pointer results of a while take their parameter from the before-region (emitted first)."""
+        self._later = getattr(self, "_later", [])
+        self._later.append((src, dsts))
+
     def op_if(self, op) -> None:
         cond = self.scalar(op.operands[0])
         homes = [self.carried_home(r) for r in op.results]
@@ -333,14 +345,20 @@ class Emitter(ScalarEmitter, VectorEmitter, MemoryEmitter):
         test = [Instr(f"br.eq {cond}, 0, {{target}}", "S", loc=op.loc)]
         then = self.nested(branch, op.regions[0])
         orelse = self.nested(branch, op.regions[1])
+        for i, r in enumerate(op.results):
+            self._carry_param(op.regions[0].ops[-1].operands[i], r)
         self.op = op
         self.out.append(If(test, then, orelse))
 
     def op_while(self, op) -> None:
         before, after = op.regions
         homes_in = [self.carried_home(a) for a in before.args]
-        for a, h in zip(before.args, homes_in):
+        for a, h, init in zip(before.args, homes_in, op.operands):
             self.define(a, h)
+            self._carry_param(init, a)
+        cond_op = before.ops[-1]
+        for v, a, r in zip(cond_op.operands[1:], after.args, op.results):
+            self._carry_param_later(v, a, r)
         self.parallel_copy(homes_in, op.operands, [])
         homes_out = [self.carried_home(r) for r in op.results]
         for a, r, h in zip(after.args, op.results, homes_out):
@@ -351,6 +369,8 @@ class Emitter(ScalarEmitter, VectorEmitter, MemoryEmitter):
         def first():
             self.region(before.ops[:-1])
             term = before.ops[-1]
+            for src, dsts in getattr(self, "_later", []):
+                self._carry_param(src, *dsts)
             self.op = term
             self.parallel_copy(homes_out, term.operands[1:], before.args)
             cond_reg.append(self.scalar(term.operands[0]))
