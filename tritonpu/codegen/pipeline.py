@@ -7,6 +7,7 @@ frontend IR and returns every stage's text (``asm[stage]``) and the assembled pr
 """
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 
 from tritonpu.codegen.asmlist import Instr, Loop, render
@@ -83,7 +84,10 @@ def launch_npu(kernel, arrays, grid, options) -> object:
         name = p.name if prog.param(p.name) is not None else f"arg_{p.name}"
         args[name] = a
     try:
-        stats = prog.run(args, grid=grid, sanitize=options.get("sanitize", True),
+        sanitize = options.get("sanitize")
+        if sanitize is None:
+            sanitize = os.environ.get("TRITONPU_SANITIZE", "1") not in ("0", "false", "no")
+        stats = prog.run(args, grid=grid, sanitize=sanitize,
                          trace=bool(options.get("trace")), cores=options.get("cores"))
     except NpuError as e:
         raise _execution_error(e, grid) from None

@@ -362,8 +362,7 @@ class MemoryAnalysis(Pass):
             bounds = an.mask(mask, shape) if mask is not None else [None] * len(shape)
         except _NotAffine:
             return None
-        valids = [b.value(an.clamp(bd, n)) if not isinstance(an.clamp(bd, n), int)
-                  else b.value(an.clamp(bd, n)) for bd, n in zip(bounds, shape)]
+        valids = [b.value(an.clamp(bd, n)) for bd, n in zip(bounds, shape)]
         if not (isinstance(off.c, int) and off.c == 0):
             base = b.op("addptr", [base, b.value(off.c)], base.type)
         if off.rowdata is not None:

@@ -20,10 +20,23 @@ def add_run_command(sub) -> None:
     p.add_argument("--check", action="store_true",
                    help="precision check: rerun every launch on a baseline backend (cpu, or ref when checking cpu) "
                         "and report the max abs/rel error of each output (sets TRITONPU_CHECK)")
+    p.add_argument("--print-ir-after", metavar="PASS", default=None,
+                   help="print the IR after the named NPU compiler passes (comma-separated) or 'all' "
+                        "(passes: " + ", ".join(_npu_passes()) + ")")
+    p.add_argument("--emit-isa", action="store_true", help="print the NPU assembly of each kernel (once per kernel)")
+    p.add_argument("--profile", action="store_true",
+                   help="print the virtual NPU's profile of every launch: cycles, pipes, bytes, roofline")
+    p.add_argument("--no-sanitize", action="store_true",
+                   help="run the virtual NPU without the race/bounds sanitizer (faster)")
     p.add_argument("--backend", choices=["ref", "cpu", "npu"],
                    help="run every launch on this backend (sets TRITONPU_BACKEND)")
     p.add_argument("script_args", nargs="*", help="arguments passed to the script (after --)")
     p.set_defaults(func=run_command)
+
+
+def _npu_passes():
+    from tritonpu.codegen.pipeline import NPU_PIPELINE
+    return NPU_PIPELINE
 
 
 def _printer(args):
@@ -39,10 +52,24 @@ def _launch_printer(args):
 
     def on_launch(jitfn, handle):
         kernel = handle.kernel
-        if getattr(args, "emit_llvm", False) and kernel.asm.get("llvm") and kernel.key not in shown:
-            shown.add(kernel.key)
+        first = kernel.key not in shown
+        shown.add(kernel.key)
+        if getattr(args, "emit_llvm", False) and kernel.asm.get("llvm") and first:
             print(f"// ---- {kernel.name}: llvm ----")
             print(kernel.asm["llvm"], end="", flush=True)
+        if first and args.print_ir_after and handle.backend == "npu":
+            wanted = _npu_passes() if args.print_ir_after == "all" else \
+                [p.strip() for p in args.print_ir_after.split(",") if p.strip()]
+            for name in wanted:
+                if name in kernel.asm:
+                    print(f"// ---- {kernel.name}: ir after {name} ----")
+                    print(kernel.asm[name], end="", flush=True)
+        if first and args.emit_isa and kernel.asm.get("isa"):
+            print(f"// ---- {kernel.name}: isa ----")
+            print(kernel.asm["isa"], end="", flush=True)
+        if args.profile and handle.stats is not None and hasattr(handle.stats, "profile_table"):
+            print(f"// ---- {kernel.name}: profile, grid {handle.grid} ----")
+            print(handle.stats.profile_table(), flush=True)
     return on_launch
 
 
@@ -52,6 +79,14 @@ def run_command(args) -> int:
         return 2
     if args.backend:
         os.environ["TRITONPU_BACKEND"] = args.backend
+    if args.print_ir_after and args.print_ir_after != "all":
+        unknown = [p for p in args.print_ir_after.split(",") if p.strip() and p.strip() not in _npu_passes()]
+        if unknown:
+            print(f"tritonpu run: --print-ir-after: unknown pass {unknown[0]!r}; passes: "
+                  f"{', '.join(_npu_passes())}", file=sys.stderr)
+            return 2
+    if args.no_sanitize:
+        os.environ["TRITONPU_SANITIZE"] = "0"
     if getattr(args, "check", False):
         os.environ["TRITONPU_CHECK"] = "1"
     listener = _printer(args)
