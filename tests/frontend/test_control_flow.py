@@ -308,7 +308,7 @@ def print_kernel(x_ptr, BLOCK: tl.constexpr):
 
 def test_device_print(capsys):
     x = np.arange(4, dtype=np.int32)
-    print_kernel[(2,)](x, BLOCK=4)
+    print_kernel[(2,)](x, BLOCK=4, backend="ref")
     out = capsys.readouterr().out
     assert "static 4" in out
     assert "pid (0, 0, 0) x: [0, 1, 2, 3]" in out
@@ -322,9 +322,18 @@ def assert_kernel(x_ptr, BLOCK: tl.constexpr):
 
 
 def test_device_assert():
-    assert_kernel[(1,)](np.arange(4, dtype=np.int32), BLOCK=4)
+    assert_kernel[(1,)](np.arange(4, dtype=np.int32), BLOCK=4, backend="ref")
     with pytest.raises(tritonpu.ExecutionError, match="x must be non-negative"):
-        assert_kernel[(1,)](np.array([0, 1, -1, 2], np.int32), BLOCK=4)
+        assert_kernel[(1,)](np.array([0, 1, -1, 2], np.int32), BLOCK=4, backend="ref")
+
+
+def test_device_print_and_assert_on_the_npu_say_where_to_run_them():
+    x = np.arange(4, dtype=np.int32)
+    with pytest.raises(tritonpu.CompilationError, match="device_print is not supported on the NPU backend; run "
+                                                        "this launch with backend='ref' or backend='cpu'"):
+        print_kernel[(1,)](x, BLOCK=4, backend="npu")
+    with pytest.raises(tritonpu.CompilationError, match="device_assert is not supported on the NPU backend"):
+        assert_kernel[(1,)](x, BLOCK=4, backend="npu")
 
 
 # ---------------------------------------------------------------------------------------------

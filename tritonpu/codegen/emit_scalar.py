@@ -88,7 +88,7 @@ class ScalarEmitter:
         if op.name == "bitcast":
             if str(src_t) == str(dst_t):
                 return self.define(op.result, self.val(op.operands[0]))
-            return self.via_vector(op)
+            return self.s_bitcast(op)
         a = self.scalar(op.operands[0])
         r = self.out_reg(op.result)
         s, d = src_t.scalar, dst_t.scalar
@@ -160,6 +160,18 @@ class ScalarEmitter:
         else:
             self.fail(f"'{name}' on {ty} is not supported on the NPU backend")
         self.wrap(r, ty)
+
+    def s_bitcast(self, op) -> None:
+        """Reinterpret a scalar's bits: write it as the source type to a one-element UB tile and
+        read that element back as the destination type."""
+        from tritonpu.codegen.analysis import elem_bytes
+        src_t, dst_t = op.operands[0].type, op.result.type
+        if elem_bytes(src_t) != elem_bytes(dst_t):
+            self.fail("bitcast between element types of different widths is not supported on the NPU")
+        t = self.temp_tile(asm_type(src_t), (), elem_bytes(src_t))
+        self.vfill(t, self.val(op.operands[0]))
+        r = self.out_reg(op.result)
+        self.emit(f"sld.{asm_type(dst_t)} {r}, ub[{t.addr}]", "S", reads=[self.acc(t)])
 
     def via_vector(self, op) -> None:
         """A scalar op the scalar unit cannot do: run it on V over one-element tiles, read it back."""

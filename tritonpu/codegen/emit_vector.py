@@ -29,6 +29,21 @@ def _align_to(t: Tile, shape: tuple) -> Tile:
     return t.with_(shape=tuple(shape), strides=strides)
 
 
+def _collapse(shape: tuple, tiles: list):
+    """Merge adjacent dimensions every tile walks as one (stride[d-1] == stride[d] * shape[d])."""
+    dims = [[n, [t.strides[d] for t in tiles]] for d, n in enumerate(shape)]
+    out = [dims[-1]]
+    for n, strides in reversed(dims[:-1]):
+        m, inner = out[0]
+        if all(s == i * m for s, i in zip(strides, inner)):
+            out[0] = [n * m, inner]
+        else:
+            out.insert(0, [n, strides])
+    new_shape = tuple(n for n, _ in out)
+    return new_shape, [t.with_(shape=new_shape, strides=tuple(st[k] for _, st in out))
+                       for k, t in enumerate(tiles)]
+
+
 class VectorEmitter:
     # ---- geometry -----------------------------------------------------------------------------------
     def geometry(self, shape, tiles):
@@ -47,6 +62,8 @@ class VectorEmitter:
                 else:
                     ops.append((t.addr, 0, 1))
             return [(1, max(n, 1), ops)]
+        if len(shape) > 2:
+            shape, tiles = _collapse(tuple(shape), tiles)
         if len(shape) == 2:
             return [(shape[0], shape[1], [(t.addr, t.strides[0], t.strides[1]) for t in tiles])]
         # rank > 2: one instruction per index of the leading dimensions

@@ -20,6 +20,7 @@ from .registry import family
 from .state import PIPE_INDEX, S, getter, npdt
 
 _M64 = (1 << 64) - 1
+_BF16 = npdt("bf16")
 _LO, _HI = -(1 << 63), (1 << 63) - 1
 
 
@@ -63,8 +64,8 @@ _INT = {
 _f64 = np.float64
 _FLOAT = {
     "add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": lambda a, b: a * b,
-    "div": lambda a, b: float(_f64(a) / _f64(b)), "min": lambda a, b: float(np.minimum(a, b)),
-    "max": lambda a, b: float(np.maximum(a, b)),
+    "div": lambda a, b: float(_f64(a) / _f64(b)), "min": lambda a, b: float(np.fmin(a, b)),
+    "max": lambda a, b: float(np.fmax(a, b)),
 }
 _FUNARY = {"neg": lambda a: -a, "abs": abs, "sqrt": np.sqrt, "exp": np.exp, "log": np.log,
            "floor": np.floor, "ceil": np.ceil}
@@ -82,12 +83,24 @@ def to_type(v, dt):
         if dt.kind == "i" and x >= 1 << (bits - 1):
             x -= 1 << bits
         return x
-    return float(dt.type(v))
+    return float(_float_elem(v, dt))
+
+
+def _float_elem(v, dt):
+    """Float ``v`` rounded to float dtype ``dt``; a NaN keeps its sign and payload (truncated to
+    the type's mantissa, as a conversion from f32 does), also for bf16, where ml_dtypes would
+    make every NaN the canonical one."""
+    if v != v and dt == _BF16:
+        bits = np.asarray(np.float32(v)).view(np.uint32) >> np.uint32(16)
+        return bits.astype(np.uint16).view(dt)[()]
+    return dt.type(v)
 
 
 def np_scalar(v, dt):
     """``v`` as a numpy scalar of ``dt`` (ints wrap), for ufuncs under NEP 50."""
-    return dt.type(to_type(v, dt))
+    if dt.kind in "biu":
+        return dt.type(to_type(v, dt))
+    return _float_elem(float(v), dt)
 
 
 def _simple(st, inst, compute, nargs):
@@ -234,7 +247,7 @@ def _smem(st, inst, prog):
     cost = cycles.scalar_mem(st.m, gm)
 
     def run():
-        arr[index(True)] = to_type(g(), dt)
+        arr[index(True)] = np_scalar(g(), dt)
         tick(S, cost, inst)
     return run
 

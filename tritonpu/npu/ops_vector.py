@@ -40,7 +40,7 @@ def _binary(op, is_float):
     """f(a, b) -> result array in the compute dtype."""
     if is_float:
         return {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide,
-                "max": np.maximum, "min": np.minimum, "rem": np.fmod,
+                "max": np.fmax, "min": np.fmin, "rem": np.fmod,
                 "floordiv": lambda a, b: np.floor(np.divide(a, b)),
                 "rsub": lambda a, s: np.subtract(s, a), "rdiv": lambda a, s: np.divide(s, a)}[op]
     return {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": _c_div,
@@ -269,7 +269,10 @@ def _reduce_fn(op, dt):
         acc = c if dt.kind == "f" or c is not dt else dt
         return lambda a, ax: np.sum(a if c is dt else a.astype(c), axis=ax, dtype=acc, keepdims=True)
     if op in ("max", "min"):
-        f = np.max if op == "max" else np.min
+        if dt.kind == "f" or c is not dt:       # floats: maxnum / minnum (NaN only if all are NaN)
+            f = np.fmax.reduce if op == "max" else np.fmin.reduce
+        else:
+            f = np.max if op == "max" else np.min
         return lambda a, ax: f(a, axis=ax, keepdims=True)
     f = np.argmax if op == "argmax" else np.argmin
     return lambda a, ax: f(a if c is dt else a.astype(c), axis=ax, keepdims=True).astype(I32)

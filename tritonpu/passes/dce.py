@@ -2,8 +2,10 @@
 
 Guarantees: every op without effects whose results are all unused is removed, in every region,
 repeatedly until nothing more goes; ``for``/``if``/``while`` ops are removed when their results
-are unused and their regions hold no op with effects. Ops with effects (loads, stores, atomics,
-prints, asserts) and terminators are never removed.
+are unused and their regions hold no op with effects; a value a ``for`` loop carries is removed
+(init, region argument, result, and the ops that only advance it) when its result is unused and
+the loop uses it for nothing but computing its own next value. Ops with effects (loads, stores,
+atomics, prints, asserts) and terminators are never removed.
 """
 from __future__ import annotations
 
@@ -24,7 +26,11 @@ class DeadCodeElimination(Pass):
     def run(self, fn: Function) -> None:
         while True:
             used = {id(v) for op in fn.walk() for v in op.operands}
-            if not self._sweep(fn.body, used):
+            changed = self._sweep(fn.body, used)
+            for op in list(fn.walk()):
+                if op.name == "for":
+                    changed |= _prune_carried(op, fn)
+            if not changed:
                 return
 
     def _sweep(self, region: Region, used: set) -> bool:
@@ -39,3 +45,49 @@ class DeadCodeElimination(Pass):
             keep.append(op)
         region.ops = keep
         return changed
+
+
+def _prune_carried(op: Op, fn: Function) -> bool:
+    """Drop carried values of a for loop that only feed their own next value."""
+    body = op.regions[0]
+    term = body.terminator
+    users: dict = {}
+    for o in fn.walk():
+        for v in o.operands:
+            users.setdefault(id(v), []).append(o)
+    changed = False
+    for i in reversed(range(len(op.results))):
+        res, arg, nxt = op.results[i], body.args[i + 1], term.operands[i]
+        if users.get(id(res)):
+            continue
+        # the ops of the body whose results feed nothing but nxt's computation
+        if sum(x is nxt for x in term.operands) > 1:
+            continue
+        chain: set = set()
+        grew = True
+        while grew:
+            grew = False
+            for o in body.ops:
+                if id(o) in chain or o.regions or o.opdef.effects or o.opdef.terminator or not o.results:
+                    continue
+                uses = [u for r in o.results for u in users.get(id(r), [])]
+                if o is nxt.owner:
+                    ok = all(u is term for u in uses)
+                else:
+                    ok = bool(uses) and all(id(u) in chain for u in uses)
+                if ok:
+                    chain.add(id(o))
+                    grew = True
+        if any(id(u) not in chain and not (u is term and term.operands.index(arg) == i
+                                           if arg in term.operands else False)
+               for u in users.get(id(arg), [])):
+            continue
+        body.ops = [o for o in body.ops if id(o) not in chain]
+        del term.operands[i]
+        del body.args[i + 1]
+        del op.results[i]
+        del op.operands[3 + i]
+        for j, r in enumerate(op.results):
+            r.index = j
+        changed = True
+    return changed

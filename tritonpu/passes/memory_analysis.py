@@ -17,7 +17,7 @@ Pointer arithmetic and masks left without uses are removed by ``dce``.
 """
 from __future__ import annotations
 
-from tritonpu.ir import Function, Op, Region
+from tritonpu.ir import Function, Op, Region, Value
 from tritonpu.ir import types as T
 from tritonpu.passes.manager import Pass, register
 
@@ -211,12 +211,18 @@ class _Analyzer:
             raise _NotAffine
         return v
 
+    inductions: dict = {}
+
     def pointer(self, v):
         """(scalar base pointer, offsets _Aff in elements)."""
         op = v.owner
         rank = len(v.type.shape)
         if op is None:
-            raise _NotAffine
+            ind = self.inductions.get(id(v))
+            if ind is None:
+                raise _NotAffine
+            base, off = self.pointer(ind[0])
+            return base, _Aff(self.b.add(off.c, ind[1]), off.strides, off.rowdata)
         if op.name == "splat":
             return op.operands[0], _Aff(0, [0] * rank)
         if op.name == "addptr":
@@ -331,11 +337,14 @@ class MemoryAnalysis(Pass):
 
     def run(self, fn: Function) -> None:
         self.fn = fn
+        self.inductions: dict = {}
         self._region(fn.body)
 
     def _region(self, region: Region) -> None:
         new_ops = []
         for op in region.ops:
+            if op.name == "for":
+                new_ops.extend(self._induction_pointers(op))
             for r in op.regions:
                 self._region(r)
             repl = None
@@ -350,9 +359,49 @@ class MemoryAnalysis(Pass):
             new_ops.extend(repl)
         region.ops = new_ops
 
+    def _induction_pointers(self, op: Op) -> list:
+        """Pointer blocks a loop advances by a uniform step (``p += BLOCK_K * stride``) get a scalar
+        carried offset beside them, so loads through them stay structured: p = init + offset."""
+        body = op.regions[0]
+        term = body.terminator
+        pre = []
+        for i, arg in enumerate(body.args[1:]):
+            if not arg.type.is_block or not arg.type.scalar.is_ptr:
+                continue
+            step_op = term.operands[i].owner
+            if step_op is None or step_op.name != "addptr" or step_op.operands[0] is not arg:
+                continue
+            step = step_op.operands[1]
+            src = step.owner
+            if src is not None and src.name == "splat":
+                delta = src.operands[0]
+            elif _const(step) is not None and isinstance(_const(step), int):
+                delta = None
+            else:
+                continue
+            zero = Op("constant", [], [T.i64], {"value": 0}, loc=op.loc)
+            pre.append(zero)
+            d_arg = Value(T.i64, f"{arg.name or 'p'}_off")
+            body.args.append(d_arg)
+            res = Value(T.i64, None, op, len(op.results))
+            op.results.append(res)
+            op.operands.append(zero.result)
+            yb = _Builder(term)
+            if delta is None:
+                nxt = yb.add(d_arg, _const(step))
+            else:
+                nxt = yb.add(d_arg, yb.cast(delta, T.i64) if delta.type != T.i64 else delta)
+            for o in yb.ops:
+                o.parent = body
+            body.ops[-1:-1] = yb.ops
+            term.operands.append(nxt)
+            self.inductions[id(arg)] = (op.operands[3 + i], d_arg)
+        return pre
+
     def _rewrite(self, op: Op):
         b = _Builder(op)
         an = _Analyzer(b)
+        an.inductions = self.inductions
         is_load = op.name == "load"
         ptr = op.operands[0]
         shape = ptr.type.shape
