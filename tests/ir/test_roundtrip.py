@@ -82,7 +82,9 @@ def test_everything_kernel_roundtrips_and_uses_most_ops():
     text = h.asm["ir"]
     roundtrip(text)
     used = {op.name for op in parse_function(text).walk()}
-    missing = set(OPS) - used - {"atomic_rmw", "cmp", "print", "assert"} - {"fma"}
+    # the tile transfers are made by the memory-analysis pass, not by the frontend
+    npu_level = {"load_tile", "store_tile", "gather_rows", "scatter_rows"}
+    missing = set(OPS) - used - {"atomic_rmw", "cmp", "print", "assert"} - {"fma"} - npu_level
     assert used >= {"atomic_rmw", "atomic_cas", "dot", "reduce", "scan", "for", "while", "if", "bitcast", "permute",
                     "reshape", "broadcast", "expand_dims", "splat", "select", "print", "assert", "condition",
                     "yield", "return", "load", "store", "cast", "cmp", "arange", "program_id", "num_programs"}
