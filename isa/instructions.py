@@ -111,7 +111,8 @@ for _op, _doc in [("add", "a + b"), ("sub", "a - b"), ("mul", "a * b"),
                   ("min", "min(a, b)"), ("max", "max(a, b)")]:
     _add(_op, (), _S3, "S", "scalar", "sint", _op, f"d = {_doc}, int64 wrapping", "scalar")
 for _op, _doc in [("fadd", "a + b"), ("fsub", "a - b"), ("fmul", "a * b"), ("fdiv", "a / b"),
-                  ("fmin", "min(a, b)"), ("fmax", "max(a, b)")]:
+                  ("fmin", "min(a, b), the non-NaN operand if one is NaN (minnum)"),
+                  ("fmax", "max(a, b), the non-NaN operand if one is NaN (maxnum)")]:
     _add(_op, (), _S3, "S", "scalar", "sfloat", _op[1:], f"d = {_doc} in float64", "scalar")
 for _op in ("neg", "abs", "sqrt", "exp", "log", "floor", "ceil"):
     _add("f" + _op, (), (("d", "rd"), ("a", "val")), "S", "scalar", "sfunary", _op,
@@ -173,7 +174,8 @@ _V = (("dst", "ub:w"),)
 _VO = (("rows", "val", 1),)
 _BIN = [("add", "N", "a + b"), ("sub", "N", "a - b"), ("mul", "N", "a * b"),
         ("div", "N", "a / b (ints: truncated toward zero, x/0 = 0)"),
-        ("max", "N", "max(a, b)"), ("min", "N", "min(a, b)"),
+        ("max", "N", "max(a, b) (floats: maxnum, the non-NaN operand if one is NaN)"),
+        ("min", "N", "min(a, b) (floats: minnum, the non-NaN operand if one is NaN)"),
         ("and", "I", "a & b"), ("or", "I", "a | b"), ("xor", "I", "a ^ b"),
         ("shl", "I", "a << b"), ("shr", "I", "a >> b (arithmetic for signed)"),
         ("rem", "N", "C remainder (sign of a; fmod for floats; x%0 = 0)"),
@@ -218,7 +220,8 @@ _add("vdup", ("A",), _V + (("s", "val"), ("cols", "val")), "V", "vector", "vfill
      "dst[r, c] = scalar s", "vector", _VO)
 _add("varange", ("N",), _V + (("start", "val"), ("cols", "val")), "V", "vector", "vfill", "arange",
      "dst[r, c] = start + c", "vector", _VO)
-for _op, _doc in [("sum", "sum"), ("max", "max"), ("min", "min"),
+for _op, _doc in [("sum", "sum"), ("max", "max (floats: NaNs ignored unless all are NaN)"),
+                  ("min", "min (floats: NaNs ignored unless all are NaN)"),
                   ("argmax", "index (i32) of the first max"), ("argmin", "index (i32) of the first min")]:
     _add("vreduce." + _op, ("N",), _V + (("a", "ub:r"), ("cols", "val")), "V", "vector_reduce",
          "vreduce", _op, f"axis=1: dst[r] = {_doc} of a[r, :cols]; axis=0: dst[c] = {_doc} of "
