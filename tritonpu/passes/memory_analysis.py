@@ -6,7 +6,7 @@ Guarantees: a ``load``/``store`` of a rank-1 or rank-2 block whose pointer is
 ``expand_dims``, ``broadcast`` and integer widening) and whose mask is a conjunction of
 per-dimension bounds (``i_d * k + c' < n`` and its ``<=``/``>``/``>=`` forms, ``k`` a positive
 constant, or uniform conditions) is replaced by ``load_tile``/``store_tile`` with the base pointer
-``p + c``, the strides ``s_d`` and the valid extents ``clamp(bound_d, 0, size_d)`` computed by
+``p + c``, the strides ``s_d`` (none a negative constant) and the valid extents ``clamp(bound_d, 0, size_d)`` computed by
 scalar ops inserted before it; ``other`` becomes the tile's fill value when it is uniform (else a
 ``select`` after the load).  A rank-2 access whose offsets add a data-dependent per-row term
 (``idx[:, None] * D + cols[None, :]``, an embedding lookup) with contiguous columns becomes
@@ -411,6 +411,8 @@ class MemoryAnalysis(Pass):
             bounds = an.mask(mask, shape) if mask is not None else [None] * len(shape)
         except _NotAffine:
             return None
+        if any(isinstance(st, int) and st < 0 for st in off.strides):
+            return None         # descending addresses: transfers move ascending segments only
         valids = [b.value(an.clamp(bd, n)) for bd, n in zip(bounds, shape)]
         if not (isinstance(off.c, int) and off.c == 0):
             base = b.op("addptr", [base, b.value(off.c)], base.type)
