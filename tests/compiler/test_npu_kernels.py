@@ -160,18 +160,42 @@ def test_data_dependent_addresses_gather_element_by_element():
 
 
 @tritonpu.jit
-def too_big_kernel(x_ptr, BLOCK: tl.constexpr):
+def too_big_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    x = tl.load(x_ptr + offs, mask=m)
+    tl.store(out_ptr + offs, x * 2 + offs.to(tl.float32), mask=m)
+
+
+@pytest.mark.parametrize("n", [(1 << 16) * 3 - 5, 1000])
+def test_elementwise_blocks_larger_than_ub_are_tiled(n):
+    x = np.random.default_rng(1).standard_normal(n).astype(np.float32)
+    out = np.zeros_like(x)
+    h = too_big_kernel[(tritonpu.cdiv(n, 1 << 16),)](x, out, n, BLOCK=1 << 16)
+    assert_close(out, x.astype(np.float64) * 2 + np.arange(n), rtol=1e-6, atol=1e-2)
+    filecheck(h.asm["tiling"], """
+        CHECK: for
+        CHECK: load_tile
+        CHECK: store_tile""")
+    import re
+    assert re.search(r"= load_tile [^:]*: tensor<16384xf32>", h.asm["tiling"])
+    assert h.stats.bytes_by_path == {"gm->ub": n * 4, "ub->gm": n * 4}
+
+
+@tritonpu.jit
+def too_big_sum_kernel(x_ptr, out_ptr, BLOCK: tl.constexpr):
     offs = tl.arange(0, BLOCK)
     x = tl.load(x_ptr + offs)
-    tl.store(x_ptr + offs, x * 2)
+    tl.store(out_ptr, tl.sum(x, axis=0))
 
 
-def test_a_block_larger_than_ub_is_a_compilation_error_naming_it():
+def test_a_block_that_cannot_be_tiled_is_a_compilation_error_naming_it():
     x = np.zeros(1 << 16, np.float32)
     with pytest.raises(tritonpu.CompilationError) as info:
-        too_big_kernel[(1,)](x, BLOCK=1 << 16)
+        too_big_sum_kernel[(1,)](x, x, BLOCK=1 << 16)
     text = str(info.value)
     assert "tensor<65536xf32>" in text and "262144 bytes" in text and "Unified Buffer (196608 bytes)" in text
+    assert "'reduce' combines its elements" in text
     assert "x = tl.load(x_ptr + offs)" in text
 
 

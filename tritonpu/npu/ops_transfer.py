@@ -92,12 +92,14 @@ def _xfer(st, inst, prog):
             raise LaunchError("negative transfer stride", inst=inst)
         # ---- checks ----
         if sgm:
-            st.check_gm(sname, sa, s_hi, inst, "read")
+            if rl > 0:                              # reading nothing touches no address
+                st.check_gm(sname, sa, s_hi, inst, "read")
         else:
             st.check_onchip(sname, sa, s_hi, inst, "read")
             st.check_align(sname, sa, inst, "source address")
         if dgm:
-            st.check_gm(dname, da, d_hi, inst, "write")
+            if dl > 0:
+                st.check_gm(dname, da, d_hi, inst, "write")
         else:
             st.check_onchip(dname, da, d_hi, inst, "write")
             st.check_align(dname, da, inst, "destination address")

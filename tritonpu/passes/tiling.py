@@ -1,31 +1,159 @@
-"""Tiling: every block fits the Unified Buffer, or the compiler says which one does not.
+"""Tiling: blocks that do not fit the Unified Buffer are split into tiles that do.
 
-Guarantees: after this pass no single block value is larger than UB (the capacity of the
-machine preset), so buffer planning can place each one; a block that cannot be split is a
-``CompilationError`` naming the value, its source line, the bytes it needs and the space.  (The
-total of the blocks live at once is checked by ``buffer-planning``.)  Runtime sizes never
-change the code: ragged tails are handled by the valid extents of ``load_tile``/``store_tile``.
+Guarantees: when the kernel's blocks, live together, need more UB than the machine has, and every
+block op of the kernel body is elementwise work on tiles (``load_tile``/``store_tile``, elementwise
+ops, compares, selects, casts, splats, broadcasts, expand_dims, constants, aranges) over one
+leading dimension D0, the block ops are moved into a loop ``for t in range(0, D0, T)`` over tiles
+of T rows (T the largest power of two dividing D0 whose tiles fit): each transfer starts ``t``
+rows further and its valid extent along dimension 0 becomes ``clamp(valid - t, 0, T)``, each
+``arange`` along dimension 0 is offset by ``t``.  Every element is computed, read and written
+exactly as before.  Runtime sizes never change the code: ragged tails are handled by the valid
+extents.  A block that cannot be tiled this way (reductions, scans, dots, control flow over
+blocks) and does not fit is a ``CompilationError`` naming the value, its source line, the bytes
+it needs and the space.
 """
 from __future__ import annotations
 
 from tritonpu.codegen.analysis import tile_bytes
 from tritonpu.errors import CompilationError
+from tritonpu.ir import Function, Op, Value
+from tritonpu.ir import types as T
 from tritonpu.isa.machines import machine as get_machine
 from tritonpu.passes.manager import Pass, register
+
+_TILEABLE_KINDS = {"elementwise", "compare", "select", "splat", "broadcast", "constant", "arange"}
+_TILEABLE_OPS = {"load_tile", "store_tile", "expand_dims", "cast"}
+
+
+def _fits(fn) -> bool:
+    from tritonpu.passes.buffer_planning import plan
+    try:
+        plan(fn)
+        return True
+    except CompilationError:
+        return False
+
+
+def _too_big(fn, cap):
+    for op in fn.walk():
+        for r in op.results:
+            if r.type.is_block and tile_bytes(r.type) > cap and op.name not in (
+                    "broadcast", "expand_dims", "reshape", "permute"):
+                return op, r
+    return None
+
+
+def _fail(op, r, cap, why=""):
+    name = f"`{r.name}`" if r.name else f"the result of '{op.name}'"
+    raise CompilationError(
+        f"{name} is a {r.type} block of {tile_bytes(r.type)} bytes, larger than the Unified Buffer ({cap} bytes)"
+        f"{why}; use a smaller block size", op.loc.file, op.loc.line)
+
+
+def _block_ops(fn):
+    return [op for op in fn.body.ops
+            if any(v.type.is_block for v in list(op.results) + list(op.operands))]
 
 
 @register
 class Tiling(Pass):
     name = "tiling"
 
-    def run(self, fn) -> None:
+    def run(self, fn: Function) -> None:
         cap = get_machine("ascend910b").capacity["ub"]
-        for op in fn.walk():
-            for r in op.results:
-                if r.type.is_block and tile_bytes(r.type) > cap and op.name not in (
-                        "broadcast", "expand_dims", "reshape", "permute"):
-                    name = f"`{r.name}`" if r.name else f"the result of '{op.name}'"
-                    raise CompilationError(
-                        f"{name} is a {r.type} block of {tile_bytes(r.type)} bytes, larger than the Unified "
-                        f"Buffer ({cap} bytes) and not splittable here; use a smaller block size",
-                        op.loc.file, op.loc.line)
+        if _fits(fn):
+            return
+        ops = _block_ops(fn)
+        nested = any(op.regions and any(v.type.is_block for o in op.walk() for v in list(o.results) + list(o.operands))
+                     for op in fn.body.ops)
+        bad = [op for op in ops if not (op.opdef.kind in _TILEABLE_KINDS or op.name in _TILEABLE_OPS)
+               or (op.name == "cast" and op.name == "bitcast")]
+        d0s = {v.type.shape[0] for op in ops for v in list(op.results) + list(op.operands)
+               if v.type.is_block and v.type.shape[0] != 1}
+        big = _too_big(fn, cap)
+        if nested or bad or len(d0s) != 1:
+            if big:
+                _fail(*big, cap, " and not splittable here" + (f" ('{bad[0].name}' combines its elements)"
+                                                              if bad else ""))
+            return      # buffer planning reports what does not fit together
+        d0 = d0s.pop()
+        t = d0
+        while t > 1:
+            t //= 2
+            if d0 % t:
+                continue
+            trial = _clone(fn)
+            _strip_mine(trial, d0, t)
+            if _fits(trial):
+                _strip_mine(fn, d0, t)
+                return
+        if big:
+            _fail(*big, cap, " even in tiles of one row")
+
+
+def _clone(fn):
+    from tritonpu.ir import parse_function, print_function
+    return parse_function(print_function(fn))
+
+
+def _retype(ty, d0, t):
+    if ty.is_block and ty.shape[0] == d0:
+        return T.block(ty.scalar, (t,) + tuple(ty.shape[1:]))
+    return ty
+
+
+def _strip_mine(fn: Function, d0: int, t: int) -> None:
+    body = fn.body
+    moving = [op for op in _block_ops(fn)]
+    moving_ids = {id(op) for op in moving}
+    first = min(body.ops.index(op) for op in moving)
+    loc = moving[0].loc
+    # scalar ops between the block ops stay before the loop (they only read scalars)
+    keep_before = [op for op in body.ops[first:] if id(op) not in moving_ids and op.name != "return"]
+    rest = [op for op in body.ops[first:] if op.name == "return"]
+    consts = [Op("constant", [], [T.i32], {"value": v}, loc=loc) for v in (0, d0, t)]
+    iv = Value(T.i32, "tile")
+    loop_body = []
+
+    def new(name, operands, ty, **attrs):
+        o = Op(name, operands, [ty], attrs, loc=loc)
+        loop_body.append(o)
+        return o.result
+
+    def i64(v):
+        return v if v.type == T.i64 else new("cast", [v], T.i64)
+
+    for op in moving:
+        for r in op.results:
+            r.type = _retype(r.type, d0, t)
+        if op.name == "arange" and op.attrs["end"] - op.attrs["start"] == d0:
+            start = op.attrs["start"]
+            op.attrs["end"] = start + t
+            loop_body.append(op)
+            shifted = new("add", [op.result, new("splat", [iv], op.result.type)], op.result.type)
+            _replace_uses(fn, op.result, shifted, skip=shifted.owner)
+            continue
+        if op.name in ("load_tile", "store_tile"):
+            rank = len((op.result.type if op.name == "load_tile" else op.operands[-1].type).shape)
+            ptr, s0, v0 = op.operands[0], op.operands[1], op.operands[1 + rank]
+            step = new("mul", [i64(iv), i64(s0)], T.i64)
+            op.operands[0] = new("addptr", [ptr, step], ptr.type)
+            left = new("sub", [i64(v0), i64(iv)], T.i64)
+            left = new("maximum", [left, new("constant", [], T.i64, value=0)], T.i64)
+            op.operands[1 + rank] = new("minimum", [left, new("constant", [], T.i64, value=t)], T.i64)
+        loop_body.append(op)
+    loop_body.append(Op("yield", [], [], loc=loc))
+    from tritonpu.ir import Region
+    region = Region([iv], loop_body)
+    for o in loop_body:
+        o.parent = region
+    loop = Op("for", [c.result for c in consts], [], regions=[region], loc=loc)
+    for o in consts + [loop]:
+        o.parent = body
+    body.ops = body.ops[:first] + keep_before + consts + [loop] + rest
+
+
+def _replace_uses(fn, old, new, skip) -> None:
+    for o in fn.walk():
+        if o is not skip:
+            o.operands = [new if v is old else v for v in o.operands]
