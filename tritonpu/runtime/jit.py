@@ -116,6 +116,11 @@ def arg_type(name: str, value) -> T.Type:
     return T.PointerType(T.scalar(kind.name))
 
 
+def _is_one(value) -> bool:
+    """An integer argument equal to 1, which Triton compiles as the constant 1."""
+    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_)) and value == 1
+
+
 class JITFunction:
     __tritonpu_jit__ = True
 
@@ -130,6 +135,9 @@ class JITFunction:
         self.arg_names = list(self.signature.parameters)
         self.constexpr_names = {n for n, p in self.signature.parameters.items()
                                 if _is_constexpr_annotation(p.annotation)}
+        # Triton specializes integer arguments equal to 1 (strides, mostly) unless told not to
+        dns = do_not_specialize or ()
+        self.do_not_specialize = {self.arg_names[d] if isinstance(d, int) else d for d in dns}
         self._src = None
         self._ast = None
         self._hash = None
@@ -199,6 +207,8 @@ class JITFunction:
             value = tl._unwrap(value)
             if name in self.constexpr_names or value is None:
                 params.append((name, tl.constexpr(value)))
+            elif _is_one(value) and name not in self.do_not_specialize:
+                params.append((name, tl.constexpr(1)))
             else:
                 params.append((name, arg_type(name, value)))
                 runtime.append(value)
