@@ -22,6 +22,8 @@ def test_kernel_script_matches_numpy(path, capsys):
     assert mod.main() is True
     out = capsys.readouterr().out
     assert "OK against numpy" in out and "MISMATCH" not in out
+    # each launch ran on the virtual NPU and printed its profile
+    assert "backend npu" in out and "roofline:" in out and "efficiency" in out and "bytes by path" in out
 
 
 def test_kernel_script_from_cli_prints_ir():

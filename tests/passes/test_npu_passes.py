@@ -284,8 +284,6 @@ func @k(%x: ptr<f32>, %y: ptr<f32>, %n: i32, %f: f32) {
 """)
 
 
-@pytest.mark.xfail(strict=True, reason="memory-analysis crashes (AttributeError: 'Op' object has no attribute "
-                                       "'owner') when `other` is a block constant")
 def test_ma_block_constant_other_becomes_fill_operand():
     out = run_text(_k1(LT_N, "%m", "  %o = constant {value = 0.5} : tensor<64xf32>\n", ", %o"), MA)
     filecheck(out, "CHECK: constant {value = 0.5} : f32\nCHECK: load_tile %x,")

@@ -422,8 +422,6 @@ class MemoryAnalysis(Pass):
         if is_load:
             other = op.operands[2] if len(op.operands) > 2 else None
             fill = _uniform_other(other) if other is not None else None
-            if fill is not None and fill.owner is None and isinstance(fill, Op):
-                pass
             extra = []
             if isinstance(fill, Op):
                 b.ops.append(fill)

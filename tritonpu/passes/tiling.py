@@ -73,8 +73,8 @@ class Tiling(Pass):
         big = _too_big(fn, cap)
         if nested or bad or len(d0s) != 1:
             if big:
-                _fail(*big, cap, " and not splittable here" + (f" ('{bad[0].name}' combines its elements)"
-                                                              if bad else ""))
+                _fail(*big, cap, " and not splittable here" + (f" ('{bad[0].name}' at line {bad[0].loc.line} "
+                                                              "does not work element by element)" if bad else ""))
             return      # buffer planning reports what does not fit together
         d0 = d0s.pop()
         t = d0
