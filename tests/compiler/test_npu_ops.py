@@ -205,10 +205,15 @@ def test_select(dt, rank):
 @pytest.mark.parametrize("dt", FLOATS + INTS)
 @pytest.mark.parametrize("rank", RANKS)
 def test_fma(dt, rank):
-    """floats: 1 ulp — the NPU rounds a*b and then a*b+c (vmul + vadd), the reference once."""
+    """floats: 1 ulp — the NPU rounds a*b and then a*b+c (vmul + vadd), the reference once; the
+    bound holds without cancellation, so the float operands are non-negative (with cancellation
+    the product's rounding error can be many ulps of the result).  Scalars compute in float64
+    exactly as the reference does."""
     rng = np.random.default_rng(4)
     text = WRAP[rank]([dt, dt, dt], dt, lambda t: [f"%r = fma %x0, %x1, %x2 : {t.format(dt)}"])
     ins = [values(dt, B, rng, small=True) for _ in range(3)]
+    if dt in FLOATS:
+        ins = [np.abs(x).astype(x.dtype) for x in ins]
     for i in range(4 if rank == "scalar" else 1):
         _check(text, [np.roll(x, -i) for x in ins], dt, 1 if dt in FLOATS else 0, f"fma {dt} {rank}")
 
@@ -273,3 +278,265 @@ def test_scalar_erf_against_math_erf(dt):
         cdt = np.float64 if dt == "f64" else np.float32
         want = np.array([cdt(math.erf(cdt(v)))]).astype(NP[dt])
         assert_close(out, want, 1, f"erf {dt} {v}")
+
+
+# ---------------------------------------------------------------------------------------------
+# 2-D blocks: broadcast operands (row / column vectors, splats), reductions and scans
+def _prologue_2d(R, C, dt, out_dt):
+    """Args (%a: RxC, %b: vector, %s: scalar, %o, %nr, %nc); defines %off (RxC offsets), %m (mask
+    r < nr & c < nc), %r0/%c0 (aranges) and their masks %mr0/%mc0."""
+    T = f"tensor<{R}x{C}x{{}}>"
+    return [
+        f"func @k(%a: ptr<{dt}>, %b: ptr<{dt}>, %s: {dt}, %o: ptr<{out_dt}>, %nr: i32, %nc: i32) {{",
+        f"  %r0 = arange {{end = {R}, start = 0}} : tensor<{R}xi32>",
+        f"  %r = expand_dims %r0 {{axis = 1}} : tensor<{R}x1xi32>",
+        f"  %c0 = arange {{end = {C}, start = 0}} : tensor<{C}xi32>",
+        f"  %c = expand_dims %c0 {{axis = 0}} : tensor<1x{C}xi32>",
+        f"  %Cs = constant {{value = {C}}} : i32",
+        f"  %Cb = splat %Cs : tensor<{R}x1xi32>",
+        f"  %ro = mul %r, %Cb : tensor<{R}x1xi32>",
+        f"  %rob = broadcast %ro : {T.format('i32')}",
+        f"  %cb = broadcast %c : {T.format('i32')}",
+        f"  %off = add %rob, %cb : {T.format('i32')}",
+        f"  %nrs = splat %nr : tensor<{R}x1xi32>",
+        f"  %mr = cmp %r, %nrs {{pred = \"lt\"}} : tensor<{R}x1xi1>",
+        f"  %ncs = splat %nc : tensor<1x{C}xi32>",
+        f"  %mc = cmp %c, %ncs {{pred = \"lt\"}} : tensor<1x{C}xi1>",
+        f"  %mrb = broadcast %mr : {T.format('i1')}",
+        f"  %mcb = broadcast %mc : {T.format('i1')}",
+        f"  %m = and %mrb, %mcb : {T.format('i1')}",
+        f"  %nr1 = splat %nr : tensor<{R}xi32>",
+        f"  %mr0 = cmp %r0, %nr1 {{pred = \"lt\"}} : tensor<{R}xi1>",
+        f"  %nc1 = splat %nc : tensor<{C}xi32>",
+        f"  %mc0 = cmp %c0, %nc1 {{pred = \"lt\"}} : tensor<{C}xi1>",
+    ]
+
+
+def _operand_2d(kind, name, R, C, dt, other=None):
+    """IR lines defining %{name}: RxC of dt from operand kind full (a), row / col (vector b), splat (s)."""
+    T = f"tensor<{R}x{C}x{dt}>"
+    if kind == "full":
+        lines = [f"  %pa_{name} = splat %a : tensor<{R}x{C}xptr<{dt}>>",
+                 f"  %qa_{name} = addptr %pa_{name}, %off : tensor<{R}x{C}xptr<{dt}>>"]
+        if other is None:
+            return lines + [f"  %{name} = load %qa_{name}, %m : {T}"]
+        return lines + [f"  %ocst_{name} = constant {{value = {other}}} : {dt}",
+                        f"  %oth_{name} = splat %ocst_{name} : {T}",
+                        f"  %{name} = load %qa_{name}, %m, %oth_{name} : {T}"]
+    if kind == "splat":
+        return [f"  %{name} = splat %s : {T}"]
+    n, idx, mask, ax, sh = (C, "%c0", "%mc0", 0, f"1x{C}") if kind == "row" else (R, "%r0", "%mr0", 1, f"{R}x1")
+    return [f"  %pb_{name} = splat %b : tensor<{n}xptr<{dt}>>",
+            f"  %qb_{name} = addptr %pb_{name}, {idx} : tensor<{n}xptr<{dt}>>",
+            f"  %v_{name} = load %qb_{name}, {mask} : tensor<{n}x{dt}>",
+            f"  %e_{name} = expand_dims %v_{name} {{axis = {ax}}} : tensor<{sh}x{dt}>",
+            f"  %{name} = broadcast %e_{name} : {T}"]
+
+
+def _store_2d(R, C, out_dt):
+    return [f"  %po = splat %o : tensor<{R}x{C}xptr<{out_dt}>>",
+            f"  %qo = addptr %po, %off : tensor<{R}x{C}xptr<{out_dt}>>",
+            "  store %qo, %res, %m", "  return", "}"]
+
+
+def _inputs_2d(dt, R, C, rng, small=False):
+    a = values(dt, R * C, rng, small).reshape(R, C)
+    b = values(dt, R * C, rng, small)[::-1].copy()
+    s = values(dt, 9, rng, small)[-1]
+    return a, b, s
+
+
+SHAPES = [(4, 16, 3, 13), (8, 8, 8, 5)]
+BCAST = [("full", "row"), ("row", "full"), ("col", "full"), ("full", "col"), ("full", "splat"),
+         ("splat", "full"), ("row", "col"), ("col", "splat")]
+BCAST_OPS = [(op, dt) for op in BINARY for dt in ("f32", "f16", "i32", "u8", "i64")
+             if not (op in ("and", "or", "xor", "shl", "shr") and dt in FLOATS)]
+
+
+@pytest.mark.parametrize("op,dt", BCAST_OPS)
+@pytest.mark.parametrize("kinds", BCAST, ids=lambda k: "-".join(k))
+def test_binary_2d_broadcast(op, dt, kinds):
+    R, C, nr, nc = SHAPES[hash(kinds) % 2]
+    rng = np.random.default_rng(11)
+    lines = _prologue_2d(R, C, dt, dt)
+    lines += _operand_2d(kinds[0], "x", R, C, dt) + _operand_2d(kinds[1], "y", R, C, dt)
+    lines += [f"  %res = {op} %x, %y : tensor<{R}x{C}x{dt}>"]
+    a, b, s = _inputs_2d(dt, R, C, rng, small=op in ("shl", "shr"))
+    if op in ("shl", "shr"):
+        bits = np.dtype(NP[dt]).itemsize * 8
+        a, b = [(np.abs(v.astype(np.int64)) % bits).astype(NP[dt]) for v in (a, b)]
+        s = NP[dt](3)
+    k = ir_kernel("\n".join(lines + _store_2d(R, C, dt)))
+    out = np.zeros((R, C), NP[dt])
+    ref, npu = run_ref_npu(k, [a, b, s, out, nr, nc])
+    assert_close(npu[-1], ref[-1], 0, f"{op} {dt} {kinds}")
+
+
+@pytest.mark.parametrize("dt", ["f32", "bf16", "i16", "u32"])
+@pytest.mark.parametrize("kinds", [("full", "row", "col"), ("col", "splat", "row"), ("row", "full", "splat"),
+                                   ("full", "col", "full")], ids=lambda k: "-".join(k))
+def test_chain_2d_broadcast(dt, kinds):
+    """A fused chain over broadcast operands: cmp, select, neg/abs, cast, a unary and an fma."""
+    R, C, nr, nc = 4, 16, 3, 13
+    rng = np.random.default_rng(12)
+    T = f"tensor<{R}x{C}x{{}}>"
+    lines = _prologue_2d(R, C, dt, "f32")
+    for k_, nm in zip(kinds, ("x", "y", "z")):
+        lines += _operand_2d(k_, nm, R, C, dt)
+    lines += [f"  %lt = cmp %x, %y {{pred = \"lt\"}} : {T.format('i1')}",
+              f"  %mx = select %lt, %y, %z : {T.format(dt)}",
+              f"  %ab = abs %mx : {T.format(dt)}",
+              f"  %f = cast %ab : {T.format('f32')}",
+              f"  %g = sqrt %f : {T.format('f32')}",
+              f"  %zf = cast %z : {T.format('f32')}",
+              f"  %za = abs %zf : {T.format('f32')}",
+              f"  %res = fma %g, %za, %f : {T.format('f32')}"]
+    a, b, s = _inputs_2d(dt, R, C, rng, small=True)
+    k = ir_kernel("\n".join(lines + _store_2d(R, C, "f32")))
+    out = np.zeros((R, C), np.float32)
+    ref, npu = run_ref_npu(k, [a, b, s, out, nr, nc])
+    # fma of non-negative operands: at most 1 ulp (vmul + vadd round twice; no cancellation)
+    assert_close(npu[-1], ref[-1], 1, f"chain {dt} {kinds}")
+
+
+@pytest.mark.parametrize("op", ["exp", "neg", "abs", "floor", "sin"])
+@pytest.mark.parametrize("kind", ["row", "col", "splat"])
+def test_unary_2d_broadcast(op, kind):
+    R, C, nr, nc = 4, 16, 4, 11
+    rng = np.random.default_rng(13)
+    lines = _prologue_2d(R, C, "f32", "f32") + _operand_2d(kind, "x", R, C, "f32")
+    lines += [f"  %res = {op} %x : tensor<{R}x{C}xf32>"]
+    a, b, s = _inputs_2d("f32", R, C, rng, small=True)
+    k = ir_kernel("\n".join(lines + _store_2d(R, C, "f32")))
+    out = np.zeros((R, C), np.float32)
+    ref, npu = run_ref_npu(k, [a, b, s, out, nr, nc])
+    assert_close(npu[-1], ref[-1], ULPS.get(op, 0), f"{op} {kind}")
+
+
+def _sum_exact(x):
+    """Float test data whose sums are exact in f32 whatever the order (multiples of 1/8, small)."""
+    if x.dtype.kind == "f" or x.dtype == NP["bf16"]:
+        return (np.round(x.astype(np.float32) * 8) / 8).astype(x.dtype)
+    return x
+
+
+REDUCE_DTS = FLOATS + INTS
+
+
+@pytest.mark.parametrize("kind", ["sum", "max", "min", "argmax", "argmin"])
+@pytest.mark.parametrize("dt", REDUCE_DTS)
+@pytest.mark.parametrize("axis", [0, 1])
+@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: f"{s[0]}x{s[1]}")
+def test_reduce_2d(kind, dt, axis, shape):
+    R, C, nr, nc = shape
+    rng = np.random.default_rng(14)
+    out_dt = "i32" if kind.startswith("arg") else dt
+    n = C if axis == 0 else R
+    lines = _prologue_2d(R, C, dt, out_dt) + _operand_2d("full", "x", R, C, dt, other=1 if dt in INTS else -1.5)
+    lines += [f"  %res = reduce %x {{axis = {axis}, op = \"{kind}\"}} : tensor<{n}x{out_dt}>",
+              f"  %po = splat %o : tensor<{n}xptr<{out_dt}>>",
+              f"  %qo = addptr %po, {'%c0' if axis == 0 else '%r0'} : tensor<{n}xptr<{out_dt}>>",
+              f"  store %qo, %res, {'%mc0' if axis == 0 else '%mr0'}", "  return", "}"]
+    a, b, s = _inputs_2d(dt, R, C, rng, small=(dt in FLOATS))
+    a = _sum_exact(a)
+    a.ravel()[5] = a.ravel()[2]                           # ties: arg* take the first
+    if dt in FLOATS and kind in ("max", "min"):
+        a[0, 1] = np.nan                                   # maxnum/minnum skip NaN
+    k = ir_kernel("\n".join(lines))
+    out = np.zeros(n, NP[out_dt])
+    ref, npu = run_ref_npu(k, [a, b, s, out, nr, nc])
+    assert_close(npu[-1], ref[-1], 0, f"reduce {kind} {dt} axis {axis}")
+
+
+@pytest.mark.parametrize("kind", ["sum", "max", "min", "argmax", "argmin"])
+@pytest.mark.parametrize("dt", REDUCE_DTS)
+def test_reduce_1d(kind, dt):
+    """A 16-lane block with a masked tail (other = 0) reduced to a rank-0 scalar."""
+    rng = np.random.default_rng(15)
+    out_dt = "i32" if kind.startswith("arg") else dt
+    lines = [f"func @k(%a0: ptr<{dt}>, %o: ptr<{out_dt}>, %n: i32) {{",
+             f"  %offs = arange {{end = {B}, start = 0}} : tensor<{B}xi32>",
+             f"  %ns = splat %n : tensor<{B}xi32>",
+             f"  %m = cmp %offs, %ns {{pred = \"lt\"}} : tensor<{B}xi1>",
+             f"  %p0 = splat %a0 : tensor<{B}xptr<{dt}>>",
+             f"  %q0 = addptr %p0, %offs : tensor<{B}xptr<{dt}>>",
+             f"  %zc = constant {{value = 0}} : {dt}",
+             f"  %z = splat %zc : tensor<{B}x{dt}>",
+             f"  %x0 = load %q0, %m, %z : tensor<{B}x{dt}>",
+             f"  %r = reduce %x0 {{axis = 0, op = \"{kind}\"}} : {out_dt}",
+             "  store %o, %r", "  return", "}"]
+    k = ir_kernel("\n".join(lines))
+    for i in range(3):
+        x = _sum_exact(values(dt, B, rng, small=(dt in FLOATS)))
+        if i == 1:
+            x = np.roll(x, 5)
+        out = np.zeros(1, NP[out_dt])
+        ref, npu = run_ref_npu(k, [x, out, N])
+        assert_close(npu[-1], ref[-1], 0, f"reduce {kind} {dt} round {i}")
+
+
+@pytest.mark.parametrize("dt", ["i1"])
+def test_reduce_bool_is_rejected(dt):
+    from tritonpu.errors import CompilationError
+    lines = _prologue_2d(4, 16, "i1", "i1") + _operand_2d("full", "x", 4, 16, "i1")
+    lines += ["  %res = reduce %x {axis = 1, op = \"max\"} : tensor<4xi1>",
+              "  %po = splat %o : tensor<4xptr<i1>>", "  %qo = addptr %po, %r0 : tensor<4xptr<i1>>",
+              "  store %qo, %res", "  return", "}"]
+    k = ir_kernel("\n".join(lines))
+    with pytest.raises(CompilationError, match="reductions of i1 blocks are not supported"):
+        run_ref_npu(k, [np.zeros((4, 16), np.bool_), np.zeros(64, np.bool_), True, np.zeros(4, np.bool_), 4, 16])
+
+
+@pytest.mark.parametrize("dt", REDUCE_DTS)
+@pytest.mark.parametrize("axis", [0, 1, None], ids=["axis0", "axis1", "1d"])
+@pytest.mark.parametrize("reverse", [False, True])
+def test_scan(dt, axis, reverse):
+    """Inclusive cumsum (reverse: suffix sums); float data are multiples of 1/8 whose partial sums
+    are exact, so any summation order gives the reference's bits."""
+    R, C, nr, nc = 4, 16, 3, 13
+    rng = np.random.default_rng(16)
+    rev = ", reverse = true" if reverse else ""
+    if axis is None:
+        lines = [f"func @k(%a0: ptr<{dt}>, %o: ptr<{dt}>, %n: i32) {{",
+                 f"  %offs = arange {{end = {B}, start = 0}} : tensor<{B}xi32>",
+                 f"  %ns = splat %n : tensor<{B}xi32>",
+                 f"  %m = cmp %offs, %ns {{pred = \"lt\"}} : tensor<{B}xi1>",
+                 f"  %p0 = splat %a0 : tensor<{B}xptr<{dt}>>",
+                 f"  %q0 = addptr %p0, %offs : tensor<{B}xptr<{dt}>>",
+                 f"  %zc = constant {{value = 0}} : {dt}",
+                 f"  %z = splat %zc : tensor<{B}x{dt}>",
+                 f"  %x0 = load %q0, %m, %z : tensor<{B}x{dt}>",
+                 f"  %r = scan %x0 {{axis = 0, op = \"sum\"{rev}}} : tensor<{B}x{dt}>",
+                 f"  %po = splat %o : tensor<{B}xptr<{dt}>>",
+                 f"  %qo = addptr %po, %offs : tensor<{B}xptr<{dt}>>",
+                 "  store %qo, %r, %m", "  return", "}"]
+        args = [_sum_exact(values(dt, B, rng, small=(dt in FLOATS))), np.zeros(B, NP[dt]), N]
+    else:
+        lines = _prologue_2d(R, C, dt, dt) + _operand_2d("full", "x", R, C, dt, other=0)
+        lines += [f"  %res = scan %x {{axis = {axis}, op = \"sum\"{rev}}} : tensor<{R}x{C}x{dt}>"]
+        lines += _store_2d(R, C, dt)
+        a, b, s = _inputs_2d(dt, R, C, rng, small=(dt in FLOATS))
+        args = [_sum_exact(a), b, s, np.zeros((R, C), NP[dt]), nr, nc]
+    k = ir_kernel("\n".join(lines))
+    ref, npu = run_ref_npu(k, args)
+    assert_close(npu[-1], ref[-1], 0, f"cumsum {dt} axis {axis}")
+
+
+def test_load_other_block_constant():
+    """A masked load whose ``other`` is a block constant (what canonicalize makes of splat(const))."""
+    text = "\n".join([
+        "func @k(%a0: ptr<f32>, %o: ptr<f32>, %n: i32) {",
+        f"  %offs = arange {{end = {B}, start = 0}} : tensor<{B}xi32>",
+        f"  %ns = splat %n : tensor<{B}xi32>",
+        f"  %m = cmp %offs, %ns {{pred = \"lt\"}} : tensor<{B}xi1>",
+        f"  %p0 = splat %a0 : tensor<{B}xptr<f32>>",
+        f"  %q0 = addptr %p0, %offs : tensor<{B}xptr<f32>>",
+        f"  %z = constant {{value = -2.0}} : tensor<{B}xf32>",
+        f"  %x0 = load %q0, %m, %z : tensor<{B}xf32>",
+        f"  %po = splat %o : tensor<{B}xptr<f32>>",
+        f"  %qo = addptr %po, %offs : tensor<{B}xptr<f32>>",
+        "  store %qo, %x0", "  return", "}"])
+    k = ir_kernel(text)
+    x = np.arange(B, dtype=np.float32)
+    ref, npu = run_ref_npu(k, [x, np.zeros(B, np.float32), N])
+    assert_close(npu[-1], ref[-1], 0, "load other=constant block")

@@ -33,7 +33,8 @@ def _c_div(a, b):
         return np.floor_divide(a, b)
     q = np.floor_divide(a, b)                  # x // 0 = 0 in numpy
     r = np.subtract(a, np.multiply(q, b))
-    return q + ((r != 0) & ((np.asarray(a) < 0) != (np.asarray(b) < 0))).astype(q.dtype)
+    fix = (r != 0) & ((np.asarray(a) < 0) != (np.asarray(b) < 0)) & (np.asarray(b) != 0)   # x / 0 = 0
+    return q + fix.astype(q.dtype)
 
 
 def _binary(op, is_float):
