@@ -540,3 +540,175 @@ def test_load_other_block_constant():
     x = np.arange(B, dtype=np.float32)
     ref, npu = run_ref_npu(k, [x, np.zeros(B, np.float32), N])
     assert_close(npu[-1], ref[-1], 0, "load other=constant block")
+
+
+# ---------------------------------------------------------------------------------------------
+# @jit kernels launched with backend="npu", against the same launch on backend="ref"
+def _both(kernel, grid, arrays, *scalars, **meta):
+    """Launch on ref and on npu with copies of ``arrays``; returns (ref arrays, npu arrays)."""
+    ref = [a.copy() for a in arrays]
+    npu = [a.copy() for a in arrays]
+    kernel[grid](*ref, *scalars, backend="ref", **meta)
+    kernel[grid](*npu, *scalars, backend="npu", **meta)
+    return ref, npu
+
+
+@tritonpu.jit
+def _reduce2d_kernel(x_ptr, o0_ptr, o1_ptr, oall_ptr, R, C, OP: tl.constexpr, BR: tl.constexpr, BC: tl.constexpr):
+    r = tl.arange(0, BR)
+    c = tl.arange(0, BC)
+    m = (r[:, None] < R) & (c[None, :] < C)
+    x = tl.load(x_ptr + r[:, None] * C + c[None, :], mask=m, other=0)
+    if OP == "sum":
+        a0, a1 = tl.sum(x, axis=0), tl.sum(x, axis=1)
+        aa = tl.sum(tl.sum(x, axis=1), axis=0)
+    elif OP == "max":
+        a0, a1 = tl.max(x, axis=0), tl.max(x, axis=1)
+        aa = tl.max(tl.max(x, axis=0), axis=0)
+    elif OP == "min":
+        a0, a1 = tl.min(x, axis=0), tl.min(x, axis=1)
+        aa = tl.min(tl.min(x, axis=1), axis=0)
+    elif OP == "argmax":
+        a0, a1 = tl.argmax(x, axis=0), tl.argmax(x, axis=1)
+        aa = tl.argmax(tl.max(x, axis=1), axis=0)
+    else:
+        a0, a1 = tl.argmin(x, axis=0), tl.argmin(x, axis=1)
+        aa = tl.argmin(tl.min(x, axis=0), axis=0)
+    tl.store(o0_ptr + c, a0, mask=c < C)
+    tl.store(o1_ptr + r, a1, mask=r < R)
+    tl.store(oall_ptr, aa)
+
+
+@pytest.mark.parametrize("op", ["sum", "max", "min", "argmax", "argmin"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, np.int32, np.int8, np.uint16, np.int64])
+@pytest.mark.parametrize("shape", [(5, 13, 8, 16), (16, 4, 16, 4), (1, 7, 2, 8)], ids=str)
+def test_jit_reductions(op, dtype, shape):
+    R, C, BR, BC = shape
+    rng = np.random.default_rng(21)
+    if np.dtype(dtype).kind == "f":
+        x = (rng.integers(-64, 64, R * C) / 8).astype(dtype)        # exact sums in any order
+    else:
+        x = rng.integers(-50 if np.dtype(dtype).kind == "i" else 0, 50, R * C).astype(dtype)
+    x[3 % x.size] = x[0]                                           # ties: arg* take the first
+    odt = np.int32 if op.startswith("arg") else (np.float32 if dtype == np.float16 and op == "sum" else dtype)
+    outs = [np.zeros(BC, odt), np.zeros(BR, odt), np.zeros(1, odt)]
+    ref, npu = _both(_reduce2d_kernel, (1,), [x] + outs, R, C, OP=op, BR=BR, BC=BC)
+    for i, (g, w) in enumerate(zip(npu, ref)):
+        assert_close(g, w, 0, f"{op} {np.dtype(dtype)} output {i}")
+
+
+@tritonpu.jit
+def _reduce1d_kernel(x_ptr, o_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs, mask=offs < n, other=-1000.0)
+    tl.store(o_ptr + 0, tl.sum(tl.where(offs < n, x, 0.0), axis=0))
+    tl.store(o_ptr + 1, tl.max(x, axis=0))
+    tl.store(o_ptr + 2, tl.min(tl.where(offs < n, x, 1000.0), axis=0))
+    tl.store(o_ptr + 3, tl.argmax(x, axis=0).to(tl.float32))
+    tl.store(o_ptr + 4, tl.argmin(tl.where(offs < n, x, 1000.0), axis=0).to(tl.float32))
+
+
+@pytest.mark.parametrize("n", [1, 13, 64])
+def test_jit_reductions_1d(n):
+    x = (np.random.default_rng(n).integers(-64, 64, 64) / 4).astype(np.float32)
+    ref, npu = _both(_reduce1d_kernel, (1,), [x, np.zeros(5, np.float32)], n, BLOCK=64)
+    assert_close(npu[1], ref[1], 0, "1-D reductions")
+
+
+@tritonpu.jit
+def _cumsum_kernel(x_ptr, o_ptr, o0_ptr, o1_ptr, n, BLOCK: tl.constexpr, BR: tl.constexpr, BC: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs, mask=offs < n, other=0)
+    tl.store(o_ptr + offs, tl.cumsum(x, axis=0), mask=offs < n)
+    r = tl.arange(0, BR)
+    c = tl.arange(0, BC)
+    y = tl.load(x_ptr + r[:, None] * BC + c[None, :])
+    tl.store(o0_ptr + r[:, None] * BC + c[None, :], tl.cumsum(y, axis=0))
+    tl.store(o1_ptr + r[:, None] * BC + c[None, :], tl.cumsum(y, axis=1))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.int32, np.int16, np.uint8])
+def test_jit_cumsum(dtype):
+    rng = np.random.default_rng(22)
+    x = (rng.integers(0, 40, 64) / (4 if np.dtype(dtype).kind == "f" else 1)).astype(dtype)
+    outs = [np.zeros(64, dtype) for _ in range(3)]
+    ref, npu = _both(_cumsum_kernel, (1,), [x] + outs, 50, BLOCK=64, BR=8, BC=8)
+    for i in (1, 2, 3):
+        assert_close(npu[i], ref[i], 0, f"cumsum {np.dtype(dtype)} output {i}")
+
+
+@tritonpu.jit
+def _where_cast_kernel(x_ptr, y_ptr, of_ptr, oi_ptr, ob_ptr, oh_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    x = tl.load(x_ptr + offs, mask=m, other=0.0)
+    y = tl.load(y_ptr + offs, mask=m, other=0)
+    w = tl.where(x > 0.5, x, -x * 2.0)
+    tl.store(of_ptr + offs, tl.where(y > 3, w, y.to(tl.float32)), mask=m)
+    tl.store(oi_ptr + offs, x.to(tl.int32) + (x > 1.0).to(tl.int32) - y, mask=m)
+    tl.store(ob_ptr + offs, (y & 1).to(tl.int1) | (x < -1.0), mask=m)
+    tl.store(oh_ptr + offs, (x.to(tl.float16) + y.to(tl.float16)).to(tl.bfloat16).to(tl.float16), mask=m)
+
+
+def test_jit_where_and_casts():
+    rng = np.random.default_rng(23)
+    n = 200
+    x = (rng.standard_normal(n) * 4).astype(np.float32)
+    y = rng.integers(-20, 20, n).astype(np.int32)
+    outs = [np.zeros(n, np.float32), np.zeros(n, np.int32), np.zeros(n, np.bool_), np.zeros(n, np.float16)]
+    ref, npu = _both(_where_cast_kernel, (4,), [x, y] + outs, n, BLOCK=64)
+    for i in range(2, 6):
+        assert_close(npu[i], ref[i], 0, f"output {i}")
+
+
+@tritonpu.jit
+def _int_bits_kernel(a_ptr, b_ptr, o_ptr, n, s, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    a = tl.load(a_ptr + offs, mask=m, other=1)
+    b = tl.load(b_ptr + offs, mask=m, other=1)
+    r0 = (a & b) ^ (a | 0x3C) ^ ~b
+    r1 = (a << 3) + (b >> 2) - (a >> (b & 7))
+    r2 = a // tl.where(b == 0, 1, b) + a % tl.where(b == 0, 7, b)
+    r3 = tl.maximum(a, b) * 3 - tl.minimum(a, s) + tl.abs(a) - (-b)
+    tl.store(o_ptr + offs, r0 + r1 * 5 + r2 - r3, mask=m)
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.int64, np.uint32, np.int16, np.uint8])
+def test_jit_integer_and_bitwise(dtype):
+    rng = np.random.default_rng(24)
+    n = 150
+    info = np.iinfo(dtype)
+    a = rng.integers(info.min, info.max, n, dtype=dtype, endpoint=True)
+    b = rng.integers(info.min, info.max, n, dtype=dtype, endpoint=True)
+    a[:4] = [0, info.min, info.max, 5]
+    b[:4] = [0, -1 if info.min < 0 else 3, 7, 0]
+    ref, npu = _both(_int_bits_kernel, (3,), [a, b, np.zeros(n, dtype)], n, 9, BLOCK=64)
+    assert_close(npu[2], ref[2], 0, f"int ops {np.dtype(dtype)}")
+
+
+@tritonpu.jit
+def _grid2d_kernel(x_ptr, col_ptr, o_ptr, rsum_ptr, M, N, BM: tl.constexpr, BN: tl.constexpr):
+    pm = tl.program_id(0)
+    pn = tl.program_id(1)
+    rm = pm * BM + tl.arange(0, BM)
+    rn = pn * BN + tl.arange(0, BN)
+    m = (rm[:, None] < M) & (rn[None, :] < N)
+    x = tl.load(x_ptr + rm[:, None] * N + rn[None, :], mask=m, other=0.0)
+    cv = tl.load(col_ptr + rn, mask=rn < N, other=1.0)
+    y = x * cv[None, :] + (pm * 100 + pn).to(tl.float32)
+    y = tl.where(y > 0, y, y / 2.0)
+    tl.store(o_ptr + rm[:, None] * N + rn[None, :], y, mask=m)
+    tl.store(rsum_ptr + pn * M + rm, tl.sum(tl.where(m, y, 0.0), axis=1), mask=rm < M)
+
+
+@pytest.mark.parametrize("M,N,BM,BN", [(20, 30, 8, 16), (16, 16, 16, 8), (3, 50, 4, 32)])
+def test_jit_2d_grid(M, N, BM, BN):
+    rng = np.random.default_rng(25)
+    x = (rng.integers(-32, 32, M * N) / 4).astype(np.float32)
+    cv = (rng.integers(-8, 8, N) / 2).astype(np.float32)
+    gn = -(-N // BN)
+    outs = [np.zeros(M * N, np.float32), np.zeros(gn * M, np.float32)]
+    ref, npu = _both(_grid2d_kernel, (-(-M // BM), gn), [x, cv] + outs, M, N, BM=BM, BN=BN)
+    assert_close(npu[2], ref[2], 0, "2-D grid elementwise")
+    assert_close(npu[3], ref[3], 0, "2-D grid row sums")
