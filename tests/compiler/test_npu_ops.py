@@ -349,8 +349,7 @@ def _inputs_2d(dt, R, C, rng, small=False):
 SHAPES = [(4, 16, 3, 13), (8, 8, 8, 5)]
 BCAST = [("full", "row"), ("row", "full"), ("col", "full"), ("full", "col"), ("full", "splat"),
          ("splat", "full"), ("row", "col"), ("col", "splat")]
-BCAST_OPS = [(op, dt) for op in BINARY for dt in ("f32", "f16", "i32", "u8", "i64")
-             if not (op in ("and", "or", "xor", "shl", "shr") and dt in FLOATS)]
+BCAST_OPS = [(op, dt) for op, dt in BIN_CASES]
 
 
 @pytest.mark.parametrize("op,dt", BCAST_OPS)
@@ -712,3 +711,55 @@ def test_jit_2d_grid(M, N, BM, BN):
     ref, npu = _both(_grid2d_kernel, (-(-M // BM), gn), [x, cv] + outs, M, N, BM=BM, BN=BN)
     assert_close(npu[2], ref[2], 0, "2-D grid elementwise")
     assert_close(npu[3], ref[3], 0, "2-D grid row sums")
+
+
+@pytest.mark.parametrize("dt", ALL)
+@pytest.mark.parametrize("kinds", [("full", "row", "col"), ("col", "row", "splat"), ("splat", "full", "row"),
+                                   ("row", "col", "full")], ids=lambda k: "-".join(k))
+def test_cmp_select_cast_2d_broadcast(dt, kinds):
+    """cmp of two broadcast operands, select between broadcast operands, cast of the result to
+    f32 and to i1: every dtype."""
+    R, C, nr, nc = 4, 16, 3, 13
+    rng = np.random.default_rng(17)
+    T = f"tensor<{R}x{C}x{{}}>"
+    lines = _prologue_2d(R, C, dt, "f32")
+    for k_, nm in zip(kinds, ("x", "y", "z")):
+        lines += _operand_2d(k_, nm, R, C, dt)
+    lines += [f"  %le = cmp %x, %y {{pred = \"le\"}} : {T.format('i1')}",
+              f"  %ne = cmp %z, %y {{pred = \"ne\"}} : {T.format('i1')}",
+              f"  %sel = select %le, %z, %x : {T.format(dt)}",
+              f"  %bo = cast %sel : {T.format('i1')}" if dt != "i1" else f"  %bo = xor %sel, %ne : {T.format('i1')}",
+              f"  %bb = and %bo, %ne : {T.format('i1')}",
+              f"  %f = cast %sel : {T.format('f32')}",
+              f"  %res = select %bb, %f, %f : {T.format('f32')}".replace("%f, %f", "%f, %nf"),
+              ]
+    lines.insert(-1, f"  %nf = neg %f : {T.format('f32')}")
+    a, b, s = _inputs_2d(dt, R, C, rng, small=True)
+    b[:4] = a.ravel()[:4]                               # some equal lanes
+    k = ir_kernel("\n".join(lines + _store_2d(R, C, "f32")))
+    out = np.zeros((R, C), np.float32)
+    ref, npu = run_ref_npu(k, [a, b, s, out, nr, nc])
+    assert_close(npu[-1], ref[-1], 0, f"cmp/select/cast {dt} {kinds}")
+
+
+@pytest.mark.parametrize("op,dt", [c for c in BIN_CASES if c[1] in ("f32", "bf16", "i8", "u32", "i64", "i1")])
+@pytest.mark.parametrize("side", ["lhs", "rhs"])
+@pytest.mark.parametrize("rank", RANKS)
+def test_binary_with_constant(op, dt, side, rank):
+    """One operand a compile-time constant (immediates in v*s forms / scalar instructions)."""
+    c = {"i1": "true", "f32": "-2.5", "bf16": "0.75"}.get(dt, "3")
+    if op in ("shl", "shr"):
+        c = "2"
+    if op in ("div", "rem") and side == "lhs" and dt not in FLOATS:
+        c = "-100" if dt.startswith("i") else "100"
+    t = f"tensor<{B}x{dt}>" if rank == "block" else dt
+    cdef = [f"%cs = constant {{value = {c}}} : {dt}"] + ([f"%cb = splat %cs : {t}"] if rank == "block" else [])
+    cv = "%cb" if rank == "block" else "%cs"
+    ops = f"%x0, {cv}" if side == "rhs" else f"{cv}, %x0"
+    text = WRAP[rank]([dt], dt, lambda _t: cdef + [f"%r = {op} {ops} : {t}"])
+    rng = np.random.default_rng(18)
+    x = values(dt, B, rng, small=True)
+    if op in ("shl", "shr") and side == "lhs":
+        x = (np.abs(x.astype(np.int64)) % 8).astype(NP[dt])
+    for i in range(3 if rank == "scalar" else 1):
+        _check(text, [np.roll(x, -i)], dt, 0, f"{op} {dt} const {side} {rank}")
