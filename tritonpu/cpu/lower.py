@@ -8,7 +8,7 @@ Guarantees:
   runs the kernel body for each program id inside the compiled code. It returns 0, or 1 after
   filling ``err`` (i64 x 7: code, op index in ``fn.walk()`` order, pid x/y/z, argument, byte
   offset).
-* Every op of ``tritonpu.ir.ops.OPS`` has an entry in ``LOWER`` (tests check it).
+* Every op the frontend can emit (``tritonpu.ir.ops.FRONTEND_OPS``) has an entry in ``LOWER`` (tests check it).
 * Materialisation policy: an elementwise ``Expr`` is computed into a buffer at its definition
   when it is used more than once (a use inside a nested loop counts twice) unless it is cheap
   integer/index arithmetic, or when it grows past ``MAX_COST`` ops. Everything else is fused into
@@ -22,7 +22,7 @@ from llvmlite import ir
 
 from tritonpu.cpu import control, elementwise, memory, reduce
 from tritonpu.cpu.codegen import I8, I32, I64, PTR, Ctx, Expr, Scalar, const, reg_type
-from tritonpu.ir.ops import OPS
+from tritonpu.ir.ops import FRONTEND_OPS
 
 LOWER = {**elementwise.LOWER, **memory.LOWER, **reduce.LOWER, **control.LOWER}
 TERMINATORS = ("yield", "condition", "return")
@@ -47,7 +47,7 @@ class Lowered:
 
 
 def missing_lowerings() -> list[str]:
-    return sorted(set(OPS) - set(LOWER) - set(TERMINATORS))
+    return sorted(set(FRONTEND_OPS) - set(LOWER) - set(TERMINATORS))
 
 
 def _use_counts(fn) -> dict:

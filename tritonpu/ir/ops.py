@@ -26,6 +26,7 @@ class OpDef:
     effects: bool = False           # reads or writes memory / prints: never CSE'd or DCE'd
     terminator: bool = False
     doc: str = ""
+    npu_only: bool = False          # made by an NPU pass; the frontend, ref and cpu never see it
 
 
 BINARY = {
@@ -101,15 +102,15 @@ def _rows() -> list[OpDef]:
               doc="device_print: prints prefix and the operands, per program"),
         OpDef("assert", "assert", (1, 1), 0, ("msg",), effects=True, doc="device_assert: fails the launch where cond is false"),
         # Structured transfers, made from load/store by the memory-analysis pass (NPU path).
-        OpDef("load_tile", "load_tile", (3, None), 1, effects=True,
+        OpDef("load_tile", "load_tile", (3, None), 1, effects=True, npu_only=True,
               doc="load_tile(ptr, strides.., valids..[, other]): element [i0, i1..] = ptr[sum(i_d * stride_d)] "
                   "where every i_d < valid_d, else other (0 if absent); strides and valids are scalars, one per dim"),
-        OpDef("store_tile", "store_tile", (4, None), 0, effects=True,
+        OpDef("store_tile", "store_tile", (4, None), 0, effects=True, npu_only=True,
               doc="store_tile(ptr, strides.., valids.., value): writes the elements with every i_d < valid_d"),
-        OpDef("gather_rows", "gather_rows", (3, 5), 1, effects=True,
+        OpDef("gather_rows", "gather_rows", (3, 5), 1, effects=True, npu_only=True,
               doc="gather_rows(ptr, row_offsets, valid_cols[, row_mask[, other]]) -> RxC: row i is the C "
                   "elements at ptr + row_offsets[i]; columns >= valid_cols and masked-off rows are other (0)"),
-        OpDef("scatter_rows", "scatter_rows", (4, 5), 0, effects=True,
+        OpDef("scatter_rows", "scatter_rows", (4, 5), 0, effects=True, npu_only=True,
               doc="scatter_rows(ptr, row_offsets, valid_cols, value[, row_mask]): row i of value to "
                   "ptr + row_offsets[i], its first valid_cols elements, rows where row_mask"),
         OpDef("for", "for", (3, None), None, regions=1,
@@ -130,6 +131,9 @@ OPS: dict[str, OpDef] = {row.name: row for row in _rows()}
 
 FLOAT_ONLY_UNARY = frozenset(("exp", "exp2", "log", "log2", "sqrt", "rsqrt", "sin", "cos", "floor", "ceil", "erf"))
 INT_ONLY_BINARY = frozenset(("and", "or", "xor", "shl", "shr"))
+
+
+FRONTEND_OPS = frozenset(n for n, d in OPS.items() if not d.npu_only)
 
 
 def opdef(name: str) -> OpDef:
