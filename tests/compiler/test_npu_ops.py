@@ -763,3 +763,22 @@ def test_binary_with_constant(op, dt, side, rank):
         x = (np.abs(x.astype(np.int64)) % 8).astype(NP[dt])
     for i in range(3 if rank == "scalar" else 1):
         _check(text, [np.roll(x, -i)], dt, 0, f"{op} {dt} const {side} {rank}")
+
+
+WIDE_INT_TO_FLOAT = [(s, d) for s in ("i64", "u64", "u32", "i32") for d in FLOATS]
+
+
+@pytest.mark.parametrize("src,dst", WIDE_INT_TO_FLOAT)
+@pytest.mark.parametrize("rank", RANKS)
+def test_cast_wide_int_to_float(src, dst, rank):
+    """Large integers (beyond int64 for u64, beyond 2**24 / 2**53) round once to the float type."""
+    info = np.iinfo(NP[src])
+    vals = [info.max, info.min, info.max - 1, 1 << (info.bits - 2), (1 << 24) + 1, -(1 << 24) - 3]
+    if info.bits == 64:
+        vals += [(1 << 60) + (1 << 36) + 1, (1 << 53) + 1, (1 << 62) + (1 << 38) + (1 << 9) + 1,
+                 -((1 << 60) + (1 << 36) + 1), (1 << 63) + (1 << 39) + 1]
+    vals = [v for v in vals if info.min <= v <= info.max][:B]
+    x = np.array(vals + [0] * (B - len(vals)), dtype=NP[src])
+    text = WRAP[rank]([src], dst, lambda t: [f"%r = cast %x0 : {t.format(dst)}"])
+    for i in range(len(vals) if rank == "scalar" else 1):
+        _check(text, [np.roll(x, -i)], dst, 0, f"cast {src}->{dst} {rank} lane {i}")

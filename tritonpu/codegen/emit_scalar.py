@@ -95,6 +95,10 @@ class ScalarEmitter:
         if d.is_bool:
             self.emit(f"{'f' if s.is_float else ''}cmp.ne {r}, {a}, 0", "S")
         elif d.is_float and not s.is_float:
+            if s.bits == 64 and d.bits < 64:
+                # itof rounds to float64 and cvt rounds again: a 64-bit integer would be rounded
+                # twice; the vector unit's vcast rounds it once
+                return self.s_cast_via_vector(op, a, r)
             self.emit(f"itof {r}, {a}", "S")
             self.wrap(r, dst_t)
         elif d.is_int and s.is_float:
@@ -160,6 +164,16 @@ class ScalarEmitter:
         else:
             self.fail(f"'{name}' on {ty} is not supported on the NPU backend")
         self.wrap(r, ty)
+
+    def s_cast_via_vector(self, op, a, r) -> None:
+        """A scalar cast done by vcast over one-element UB tiles, read back with sld."""
+        from tritonpu.codegen.analysis import elem_bytes
+        src_t, dst_t = op.operands[0].type, op.result.type
+        t = self.temp_tile(asm_type(src_t), (), elem_bytes(src_t))
+        self.vfill(t, a)
+        d = self.temp_tile(asm_type(dst_t), (), elem_bytes(dst_t))
+        self.vec(f"vcast.{d.dtype}.{t.dtype}", d, [t])
+        self.emit(f"sld.{d.dtype} {r}, ub[{d.addr}]", "S", reads=[self.acc(d)])
 
     def s_bitcast(self, op) -> None:
         """Reinterpret a scalar's bits: write it as the source type to a one-element UB tile and
