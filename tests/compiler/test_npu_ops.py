@@ -782,3 +782,50 @@ def test_cast_wide_int_to_float(src, dst, rank):
     text = WRAP[rank]([src], dst, lambda t: [f"%r = cast %x0 : {t.format(dst)}"])
     for i in range(len(vals) if rank == "scalar" else 1):
         _check(text, [np.roll(x, -i)], dst, 0, f"cast {src}->{dst} {rank} lane {i}")
+
+
+@pytest.mark.parametrize("pred", ["lt", "le", "gt", "ge", "eq", "ne"])
+@pytest.mark.parametrize("dt", INTS)
+@pytest.mark.parametrize("rank", RANKS)
+def test_cmp_full_range(pred, dt, rank):
+    """Integer compares over the whole range (u64 above 2**63, i64 extremes), also after an add
+    that wraps."""
+    rng = np.random.default_rng(19)
+    text = WRAP[rank]([dt, dt], "i1", lambda t: [f"%s = add %x0, %x1 : {t.format(dt)}",
+                                                 f"%r = cmp %s, %x1 {{pred = \"{pred}\"}} : {t.format('i1')}"])
+    a, b = values(dt, B, rng), values(dt, B, rng)
+    b[:3] = a[:3]
+    for i in range(8 if rank == "scalar" else 1):
+        _check(text, [np.roll(a, -i), np.roll(b, -i)], "i1", 0, f"cmp {pred} {dt} {rank} lane {i}")
+
+
+@pytest.mark.parametrize("dt", ["f32", "f16", "i32", "u64", "i8"])
+@pytest.mark.parametrize("kind", ["sum", "max", "argmin"])
+def test_reduce_result_in_scalar_code(dt, kind):
+    """A rank-0 reduce result (in UB) used by scalar ops: arithmetic with a scalar argument, a
+    compare, a select and a cast."""
+    out_dt = "i32" if kind.startswith("arg") else dt
+    lines = [f"func @k(%a0: ptr<{dt}>, %o: ptr<f64>, %n: i32, %s: {out_dt}) {{",
+             f"  %offs = arange {{end = {B}, start = 0}} : tensor<{B}xi32>",
+             f"  %ns = splat %n : tensor<{B}xi32>",
+             f"  %m = cmp %offs, %ns {{pred = \"lt\"}} : tensor<{B}xi1>",
+             f"  %p0 = splat %a0 : tensor<{B}xptr<{dt}>>",
+             f"  %q0 = addptr %p0, %offs : tensor<{B}xptr<{dt}>>",
+             f"  %zc = constant {{value = 0}} : {dt}",
+             f"  %z = splat %zc : tensor<{B}x{dt}>",
+             f"  %x0 = load %q0, %m, %z : tensor<{B}x{dt}>",
+             f"  %red = reduce %x0 {{axis = 0, op = \"{kind}\"}} : {out_dt}",
+             f"  %t = mul %red, %s : {out_dt}",
+             f"  %c = cmp %t, %red {{pred = \"gt\"}} : i1",
+             f"  %u = sub %t, %red : {out_dt}",
+             f"  %v = select %c, %u, %t : {out_dt}",
+             "  %r = cast %v : f64",
+             "  store %o, %r", "  return", "}"]
+    k = ir_kernel("\n".join(lines))
+    rng = np.random.default_rng(20)
+    for s in (3, -2, 0):
+        if out_dt.startswith("u") and s < 0:
+            continue
+        x = _sum_exact(values(dt, B, rng, small=True))
+        ref, npu = run_ref_npu(k, [x, np.zeros(1, np.float64), N, NP[out_dt](s)])
+        assert_close(npu[-1], ref[-1], 0, f"{kind} {dt} s={s}")
