@@ -4,6 +4,11 @@
   registers, except scalars computed by the vector unit (a reduction's result, or arithmetic on
   one), which stay in UB as one-element tiles so that no V -> S round trip is needed.  Loop- and
   branch-carried values take the home of what flows into them (a fixed point).
+* **Cube homes.**  A 2-D ``load_tile`` with contiguous rows whose every use is a ``tl.dot`` operand
+  (directly or through ``tl.trans``) lives in L1: MTE2 brings it there without touching UB.  A
+  value a ``for`` loop carries only as the ``acc`` of one dot whose result it yields, starting
+  from zeros, lives in L0C across the loop: the cube accumulates in place and FIX drains it once
+  after the loop (the loop's result is a UB tile).
 * **Views.**  ``expand_dims``, ``reshape``, ``broadcast``, ``permute`` and same-width ``bitcast``
   make no copy: their result is a strided view of their operand's buffer.
 * **Groups and live intervals.**  Ops are numbered in program order (an op with regions gets a
@@ -18,7 +23,8 @@ from dataclasses import dataclass, field
 
 from tritonpu.ir import Function, Op, Value
 
-UB, REG = "ub", "reg"
+UB, REG, L1, L0C = "ub", "reg", "l1", "l0c"
+ONCHIP = (UB, L1, L0C)
 VIEW_OPS = frozenset(("expand_dims", "reshape", "broadcast", "permute", "bitcast"))
 VECTOR_SCALAR_OPS = frozenset(("reduce",))
 LOOPS = frozenset(("for", "while"))
@@ -50,6 +56,21 @@ class Group:
         return self.values[0]
 
 
+def _const_value(v):
+    """The value of a constant (or splat of one), else None."""
+    op = v.owner
+    while op is not None and op.name == "splat":
+        v = op.operands[0]
+        op = v.owner
+    return op.attrs["value"] if op is not None and op.name == "constant" else None
+
+
+def _l0c_bytes(ty) -> int:
+    """L0C rows are padded to 16 elements of 4 bytes."""
+    m, n = ty.shape
+    return m * ((n + 15) // 16 * 16) * 4
+
+
 def _in_place_ok(op) -> bool:
     return op.opdef.kind in ("elementwise", "compare", "select", "cast") and op.name != "fma"
 
@@ -66,6 +87,12 @@ class Analysis:
         self.groups: list[Group] = []
         self.home: dict[int, str] = {}
         self._number(fn)
+        self.users: dict = {}
+        for op in fn.walk():
+            for i, v in enumerate(op.operands):
+                self.users.setdefault(id(v), []).append((op, i))
+        self.l0c_loops: dict = {}        # id(for op) -> {iter index: dot op}
+        self._cube_homes(fn)
         self._homes(fn)
         self._groups(fn)
 
@@ -108,6 +135,46 @@ class Analysis:
         if loops:
             self._pending.append((v, list(loops)))
 
+    # ---- cube homes --------------------------------------------------------------------------------
+    def _dot_operand_only(self, v) -> bool:
+        uses = self.users.get(id(v), [])
+        if not uses:
+            return False
+        for op, i in uses:
+            if op.name == "dot" and i in (0, 1):
+                continue
+            if op.name == "permute" and self._dot_operand_only(op.result):
+                continue
+            return False
+        return True
+
+    def _cube_homes(self, fn: Function) -> None:
+        for op in fn.walk():
+            if op.name == "load_tile" and len(op.result.type.shape) == 2 and _const_value(op.operands[2]) == 1 \
+                    and self._dot_operand_only(op.result):
+                self.home[id(op.result)] = L1
+                for u, _ in self.users.get(id(op.result), []):
+                    if u.name == "permute":
+                        self.home[id(u.result)] = L1
+            if op.name == "for":
+                self._l0c_carries(op)
+
+    def _l0c_carries(self, op: Op) -> None:
+        body = op.regions[0]
+        term = body.terminator
+        for i, (init, arg) in enumerate(zip(op.operands[3:], body.args[1:])):
+            if not arg.type.is_block or str(arg.type.scalar) not in ("f32", "i32") or _const_value(init) != 0:
+                continue
+            uses = self.users.get(id(arg), [])
+            if len(uses) != 1 or uses[0][0].name != "dot" or uses[0][1] != 2 or uses[0][0].parent is not body:
+                continue
+            dot = uses[0][0]
+            if self.users.get(id(dot.result), []) != [(term, i)]:
+                continue
+            self.home[id(arg)] = L0C
+            self.home[id(dot.result)] = L0C
+            self.l0c_loops.setdefault(id(op), {})[i] = dot
+
     # ---- homes -------------------------------------------------------------------------------------
     def _homes(self, fn: Function) -> None:
         home = self.home
@@ -118,6 +185,8 @@ class Analysis:
             changed = False
             for op in fn.walk():
                 for v, h in self._op_homes(op):
+                    if home.get(id(v)) in (L1, L0C):
+                        continue
                     if home.get(id(v)) != h and not (home.get(id(v)) == UB and h == REG):
                         home[id(v)] = h
                         changed = True
@@ -196,8 +265,13 @@ class Analysis:
                     merge(group(op.operands[0]), op.result)
                     continue
             if op.name == "for":
-                for a, r in zip(op.regions[0].args[1:], op.results):
-                    merge(group(a), r)
+                for i, (a, r) in enumerate(zip(op.regions[0].args[1:], op.results)):
+                    dot = self.l0c_loops.get(id(op), {}).get(i)
+                    if dot is not None:
+                        merge(group(a), dot.result)     # accumulated in place in L0C
+                        group(r)
+                    else:
+                        merge(group(a), r)
                 group(op.regions[0].args[0])
                 continue
             if op.name == "while":
@@ -227,9 +301,10 @@ class Analysis:
         d = self.defined.get(id(v), 0)
         g.start = min(g.start, d)
         g.end = max(g.end, self.last_use.get(id(v), d))
-        g.bytes = max(g.bytes, tile_bytes(v.type))
-        if self.home.get(id(v)) == UB:
-            g.home = UB
+        h = self.home.get(id(v))
+        g.bytes = max(g.bytes, tile_bytes(v.type) if h != L0C else _l0c_bytes(v.type))
+        if h in ONCHIP:
+            g.home = h
 
     # ---- queries -----------------------------------------------------------------------------------
     def is_ub(self, v: Value) -> bool:

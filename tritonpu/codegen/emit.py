@@ -165,8 +165,11 @@ class Emitter(ScalarEmitter, VectorEmitter, MemoryEmitter, CubeEmitter):
                       f"holds {self.ub_cap}; use smaller blocks")
         return at
 
-    def planned(self, v) -> int:
-        """The UB address buffer planning gave ``v``."""
+    def planned(self, v, space=None) -> int:
+        """The address buffer planning gave ``v`` in its space (UB, L1 or L0C)."""
+        space = space or self.an.home.get(id(v), "ub")
+        if space not in ("ub", "l1", "l0c"):
+            space = "ub"
         op, idx = v.owner, v.index
         if op is None:
             parent = self._region_parent(v)
@@ -176,13 +179,13 @@ class Emitter(ScalarEmitter, VectorEmitter, MemoryEmitter, CubeEmitter):
             args = op.regions[region_idx].args
             i = args.index(v)
             if op.name == "for":
-                key, idx = "ub", i - 1
+                key, idx = (space + "_carry" if space + "_carry" in op.attrs else space), i - 1
             elif op.name == "while":
-                key, idx = ("ub", i) if region_idx == 0 else ("ub_out", i)
+                key, idx = (space, i) if region_idx == 0 else (space + "_out", i)
             else:
-                key, idx = "ub", i
+                key, idx = space, i
         else:
-            key = "ub_out" if op.name == "while" else "ub"
+            key = space + "_out" if op.name == "while" else space
         a = op.attrs.get(key)
         if isinstance(a, list):
             a = a[idx]
@@ -200,7 +203,9 @@ class Emitter(ScalarEmitter, VectorEmitter, MemoryEmitter, CubeEmitter):
     def dense_tile(self, v, addr=None) -> Tile:
         ty = v.type
         shape = ty.shape if ty.is_block else ()
-        return Tile.dense(self.planned(v) if addr is None else addr, asm_type(ty), shape, elem_bytes(ty))
+        space = self.an.home.get(id(v), "ub")
+        space = space if space in ("l1", "l0c") else "ub"
+        return Tile.dense(self.planned(v) if addr is None else addr, asm_type(ty), shape, elem_bytes(ty), space)
 
     def temp_tile(self, ty_dtype: str, shape, esize: int) -> Tile:
         n = 1
@@ -210,7 +215,7 @@ class Emitter(ScalarEmitter, VectorEmitter, MemoryEmitter, CubeEmitter):
 
     @staticmethod
     def acc(t: Tile) -> Access:
-        return Access("ub", t.addr, t.addr + t.nbytes)
+        return Access(t.space, t.addr, t.addr + t.nbytes)
 
     # ---- values ----------------------------------------------------------------------------------
     def val(self, v):
@@ -269,7 +274,7 @@ class Emitter(ScalarEmitter, VectorEmitter, MemoryEmitter, CubeEmitter):
         self.copy_tile(dst, src)
 
     def carried_home(self, v, planned_v=None):
-        if self.is_ub(v):
+        if self.an.home.get(id(v)) in ("ub", "l0c"):
             return self.dense_tile(v, self.planned(planned_v if planned_v is not None else v))
         return self.new_reg(v)
 
@@ -305,7 +310,11 @@ class Emitter(ScalarEmitter, VectorEmitter, MemoryEmitter, CubeEmitter):
         for a, r, h, init in zip(iters, op.results, homes, inits):
             self.define(a, h)
             self._carry_param(init, a, r)
-        self.parallel_copy(homes, inits, [])
+        in_l0c = {i for i, h in enumerate(homes) if isinstance(h, Tile) and h.space == "l0c"}
+        for i in in_l0c:        # the accumulator starts at zero in L0C: a product over k = 0
+            self.zero_l0c(homes[i], self.an.l0c_loops[id(op)][i])
+        self.parallel_copy([h for i, h in enumerate(homes) if i not in in_l0c],
+                           [v for i, v in enumerate(inits) if i not in in_l0c], [])
         ivr = self.new_reg(iv)
         self.define(iv, ivr)
         head = Instr(f"for {ivr}, {self.scalar(lb)}, {self.scalar(ub)}, {self.scalar(step)}", "S",
@@ -319,8 +328,11 @@ class Emitter(ScalarEmitter, VectorEmitter, MemoryEmitter, CubeEmitter):
         loop = Loop(head, self.nested(inner))
         self.op = saved_op
         self.out.append(loop)
-        for r, h in zip(op.results, homes):
-            self.define(r, h)
+        for i, (r, h) in enumerate(zip(op.results, homes)):
+            if i in in_l0c:     # drained once, after the loop
+                self.drain_l0c(h, self.out_tile(r))
+            else:
+                self.define(r, h)
 
     def _carry_param(self, src, *dsts) -> None:
         if src.type.scalar.is_ptr and id(src) in self.param_of:

@@ -62,6 +62,22 @@ class MemoryEmitter:
         rows = shape[0] if r >= 2 else 1
         reads, writes = [Access.gm(param)], [self.acc(dst)]
         full_rows = self.const(rows_valid, rows)
+        if dst.space == "l1":
+            # a dot operand straight into L1; rows past the valid ones get `other` from a UB row
+            if not full_rows:
+                row = Tile.dense(self.scratch(cols * es), dst.dtype, (cols,), es)
+                partial = self.temp_reg()
+                self.emit(f"cmp.lt {partial}, {rows_valid}, {rows}", "S")
+
+                def fill():
+                    self.vfill(row, pad)
+                    self.emit(f"mov.ub.l1 l1[{dst.addr}], ub[{row.addr}], {rows}, {cols * es}, 0, {cols * es}",
+                              "MTE3", [self.acc(row)], writes)
+                self.guarded(partial, fill)
+            valid = "" if self.const(cols_valid, cols) else f", valid={self.mul_imm(cols_valid, es)}, pad={pad}"
+            self.emit(f"mov.gm.l1.{dst.dtype} l1[{dst.addr}], {param}[{base}], {rows_valid}, {cols * es}, "
+                      f"{self.mul_imm(s_row, es)}, {cols * es}{valid}", "MTE2", reads, writes)
+            return
         if self.const(s_col, 1):
             if not full_rows:
                 self.vfill(dst, pad)

@@ -48,14 +48,15 @@ class Tile:
     shape: tuple
     strides: tuple
     esize: int
+    space: str = "ub"    # ub, or l1 / l0c for cube operands and accumulators
 
     @staticmethod
-    def dense(addr, dtype, shape, esize) -> "Tile":
+    def dense(addr, dtype, shape, esize, space="ub") -> "Tile":
         strides, acc = [], 1
         for n in reversed(shape):
             strides.append(acc)
             acc *= n
-        return Tile(addr, dtype, tuple(shape), tuple(reversed(strides)), esize)
+        return Tile(addr, dtype, tuple(shape), tuple(reversed(strides)), esize, space)
 
     @property
     def numel(self) -> int:
@@ -74,6 +75,7 @@ class Tile:
             all(s == d for n, s, d in zip(self.shape, self.strides, Tile.dense(0, "", self.shape, 1).strides) if n > 1)
 
     def with_(self, **kw) -> "Tile":
-        d = dict(addr=self.addr, dtype=self.dtype, shape=self.shape, strides=self.strides, esize=self.esize)
+        d = dict(addr=self.addr, dtype=self.dtype, shape=self.shape, strides=self.strides, esize=self.esize,
+                 space=self.space)
         d.update(kw)
         return Tile(**d)

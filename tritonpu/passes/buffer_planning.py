@@ -1,6 +1,7 @@
 """Buffer planning: a Unified Buffer address for every value that lives on chip.
 
-Guarantees: every UB-resident value (see :mod:`tritonpu.codegen.analysis`: blocks, and scalars
+Guarantees: every value that lives on chip gets an address in its space — UB, L1 (dot operands
+staged there) or L0C (accumulators) — as the attribute named after the space.  In UB: every UB-resident value (see :mod:`tritonpu.codegen.analysis`: blocks, and scalars
 the vector unit computes) gets a byte address in UB, written as the attribute ``ub`` on the op
 that defines it (a list, one per result, on ``for``/``if``; ``while`` also gets ``ub_out`` for its
 results).  Addresses are multiples of the UB alignment (32 B); two groups whose live intervals
@@ -12,7 +13,7 @@ at the peak, its size and the capacity.
 """
 from __future__ import annotations
 
-from tritonpu.codegen.analysis import UB, Analysis
+from tritonpu.codegen.analysis import ONCHIP, UB, Analysis
 from tritonpu.errors import CompilationError
 from tritonpu.isa.machines import machine as get_machine
 from tritonpu.passes.manager import Pass, register
@@ -22,16 +23,10 @@ def _align(n: int, a: int) -> int:
     return (n + a - 1) // a * a
 
 
-def plan(fn, machine="ascend910b") -> tuple[Analysis, dict]:
-    """(analysis, id(group) -> address); raises CompilationError when UB overflows."""
-    m = get_machine(machine)
-    align, cap = m.align["ub"], m.capacity["ub"]
-    an = Analysis(fn)
-    groups = sorted((g for g in an.groups if g.home == UB), key=lambda g: (g.start, -g.bytes))
+def _first_fit(groups, align: int, cap: int, space: str, addr_of: dict) -> int:
     active: list = []        # (addr, end_addr, group)
-    addr_of: dict = {}
     peak = 0
-    for g in groups:
+    for g in sorted(groups, key=lambda g: (g.start, -g.bytes)):
         active = [a for a in active if a[2].end >= g.start]
         size = _align(max(g.bytes, 1), align)
         at = 0
@@ -48,36 +43,61 @@ def plan(fn, machine="ascend910b") -> tuple[Analysis, dict]:
                 v = live.first
                 where = v.owner.loc if v.owner is not None else None
                 name = f"`{v.name}`" if v.name else f"a {v.type} value"
+                full = {"ub": "Unified Buffer", "l1": "L1", "l0c": "L0C"}[space]
                 raise CompilationError(
-                    f"the kernel needs {peak} bytes of Unified Buffer at once but UB holds {cap}: {name} "
+                    f"the kernel needs {peak} bytes of {full} at once but {space.upper()} holds {cap}: {name} "
                     f"({v.type}) alone takes {live.bytes} bytes; use smaller blocks",
                     getattr(where, "file", None), getattr(where, "line", None))
-    fn.attrs["ub_peak"] = peak
+    return peak
+
+
+def plan(fn, machine="ascend910b") -> tuple[Analysis, dict]:
+    """(analysis, id(group) -> address in its space); raises CompilationError when a space overflows."""
+    m = get_machine(machine)
+    an = Analysis(fn)
+    addr_of: dict = {}
+    for space in ONCHIP:
+        groups = [g for g in an.groups if g.home == space]
+        peak = _first_fit(groups, m.align[space], m.capacity[space], space, addr_of)
+        key = "ub_peak" if space == UB else f"{space}_peak"
+        if space == UB or groups:
+            fn.attrs[key] = peak
+        else:
+            fn.attrs.pop(key, None)
     return an, addr_of
 
 
 def annotate(fn, an: Analysis, addr_of: dict) -> None:
-    def addr(v):
+    def addr(v, space):
         g = an.group_of.get(id(v))
-        return addr_of.get(id(g)) if g is not None else None
+        if g is None or g.home != space:
+            return None
+        return addr_of.get(id(g))
 
     for op in fn.walk():
-        for k in ("ub", "ub_out"):
-            op.attrs.pop(k, None)
-        if op.name == "while":
-            a = [addr(v) for v in op.regions[0].args]
-            if any(x is not None for x in a):
-                op.attrs["ub"] = [x if x is not None else -1 for x in a]
-        if not op.results:
-            continue
-        addrs = [addr(r) for r in op.results]
-        if all(x is None for x in addrs):
-            continue
-        key = "ub_out" if op.name == "while" else "ub"
-        if len(addrs) == 1 and op.name not in ("for", "if", "while"):
-            op.attrs[key] = addrs[0]
-        else:
-            op.attrs[key] = [x if x is not None else -1 for x in addrs]
+        for space in ONCHIP:
+            for k in (space, space + "_out"):
+                op.attrs.pop(k, None)
+        for space in ONCHIP:
+            if op.name == "while":
+                a = [addr(v, space) for v in op.regions[0].args]
+                if any(x is not None for x in a):
+                    op.attrs[space] = [x if x is not None else -1 for x in a]
+            if op.name == "for":
+                a = [addr(v, space) for v in op.regions[0].args[1:]]
+                r = [addr(v, space) for v in op.results]
+                if any(x is not None for x in a) and a != r:     # carried apart from the results
+                    op.attrs[space + "_carry"] = [x if x is not None else -1 for x in a]
+            if not op.results:
+                continue
+            addrs = [addr(r, space) for r in op.results]
+            if all(x is None for x in addrs):
+                continue
+            key = space + "_out" if op.name == "while" else space
+            if len(addrs) == 1 and op.name not in ("for", "if", "while"):
+                op.attrs[key] = addrs[0]
+            else:
+                op.attrs[key] = [x if x is not None else -1 for x in addrs]
 
 
 @register

@@ -321,10 +321,15 @@ class _Analyzer:
 
 
 def _uniform_other(v):
-    """The scalar fill value of a uniform ``other`` (splat or constant), else None."""
+    """The scalar fill value of a uniform ``other`` (splat, constant, or a cast of one), else None."""
     op = v.owner
     if op is not None and op.name == "splat":
         return op.operands[0]
+    if op is not None and op.name == "cast" and _const(op.operands[0]) is not None:
+        k = _const(op.operands[0])
+        ty = op.result.type.scalar
+        value = float(k) if ty.is_float else int(k)
+        return Op("constant", [], [ty], {"value": value}, loc=op.loc)
     if op is not None and op.name == "constant" and op.result.type.is_block:
         o = Op("constant", [], [op.result.type.scalar], {"value": op.attrs["value"]}, loc=op.loc)
         return o

@@ -35,9 +35,11 @@ def _fits(fn) -> bool:
 
 
 def _too_big(fn, cap):
+    from tritonpu.codegen.analysis import Analysis
+    an = Analysis(fn)
     for op in fn.walk():
         for r in op.results:
-            if r.type.is_block and tile_bytes(r.type) > cap and op.name not in (
+            if r.type.is_block and tile_bytes(r.type) > cap and an.is_ub(r) and op.name not in (
                     "broadcast", "expand_dims", "reshape", "permute"):
                 return op, r
     return None

@@ -1,0 +1,132 @@
+"""tl.dot on the NPU's cube path against the reference evaluator: shapes 16..128 per dimension,
+ragged (masked) sizes, transposed operands, acc=, fp16/bf16/fp32/int8 inputs, chained dots."""
+from __future__ import annotations
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+import tritonpu
+import tritonpu.language as tl
+
+BF16 = np.dtype(ml_dtypes.bfloat16)
+
+
+@tritonpu.jit
+def dot_kernel(a_ptr, b_ptr, c_ptr, M, N, K, TRANS_A: tl.constexpr, TRANS_B: tl.constexpr, ACC: tl.constexpr,
+               BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    rm = tl.arange(0, BM)
+    rn = tl.arange(0, BN)
+    rk = tl.arange(0, BK)
+    if TRANS_A:     # A stored K x M
+        a = tl.trans(tl.load(a_ptr + rk[:, None] * M + rm[None, :], mask=(rk[:, None] < K) & (rm[None, :] < M),
+                             other=0))
+    else:
+        a = tl.load(a_ptr + rm[:, None] * K + rk[None, :], mask=(rm[:, None] < M) & (rk[None, :] < K), other=0)
+    if TRANS_B:     # B stored N x K
+        b = tl.trans(tl.load(b_ptr + rn[:, None] * K + rk[None, :], mask=(rn[:, None] < N) & (rk[None, :] < K),
+                             other=0))
+    else:
+        b = tl.load(b_ptr + rk[:, None] * N + rn[None, :], mask=(rk[:, None] < K) & (rn[None, :] < N), other=0)
+    c_mask = (rm[:, None] < M) & (rn[None, :] < N)
+    c_ptrs = c_ptr + rm[:, None] * N + rn[None, :]
+    if ACC:
+        c = tl.dot(a, b, acc=tl.load(c_ptrs, mask=c_mask, other=0))
+    else:
+        c = tl.dot(a, b)
+    tl.store(c_ptrs, c.to(c_ptr.dtype.element_ty), mask=c_mask)
+
+
+def _run(M, N, K, dt, out_dt, trans_a=False, trans_b=False, acc=False, block=None, seed=0):
+    rng = np.random.default_rng(seed)
+    if np.dtype(dt).kind == "i":
+        a = rng.integers(-8, 8, (M, K)).astype(dt)
+        b = rng.integers(-8, 8, (K, N)).astype(dt)
+        c0 = rng.integers(-100, 100, (M, N)).astype(out_dt)
+    else:
+        a = rng.standard_normal((M, K)).astype(dt)
+        b = rng.standard_normal((K, N)).astype(dt)
+        c0 = rng.standard_normal((M, N)).astype(out_dt)
+    BM, BN, BK = block or [max(16, 1 << (x - 1).bit_length()) for x in (M, N, K)]
+    outs = {}
+    for backend in ("ref", "npu"):
+        c = c0.copy() if acc else np.zeros((M, N), out_dt)
+        a_in = np.ascontiguousarray(a.T) if trans_a else a
+        b_in = np.ascontiguousarray(b.T) if trans_b else b
+        h = dot_kernel[(1,)](a_in, b_in, c, M, N, K, TRANS_A=trans_a, TRANS_B=trans_b, ACC=acc, BM=BM, BN=BN, BK=BK,
+                             backend=backend)
+        outs[backend] = (c, h)
+    return outs
+
+
+def _close(got, want, dt):
+    if np.dtype(dt).kind == "i":
+        np.testing.assert_array_equal(got, want)
+    else:
+        tol = {np.dtype(np.float32): 1e-4, np.dtype(np.float16): 2e-2, BF16: 5e-2}[np.dtype(dt)]
+        np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64), rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("M,N,K", [(16, 16, 16), (32, 64, 16), (64, 32, 128), (128, 128, 64), (128, 16, 128)])
+@pytest.mark.parametrize("dt,out_dt", [(np.float32, np.float32), (np.float16, np.float32), (np.float16, np.float16),
+                                       (BF16, np.float32), (np.int8, np.int32)])
+def test_dot_shapes_and_dtypes(M, N, K, dt, out_dt):
+    outs = _run(M, N, K, dt, out_dt)
+    _close(outs["npu"][0], outs["ref"][0], out_dt)
+    h = outs["npu"][1]
+    assert "mmad." in h.asm["isa"] and h.stats.pipe_busy["cube"] > 0
+
+
+@pytest.mark.parametrize("M,N,K", [(13, 50, 20), (100, 7, 33), (1, 1, 1), (65, 127, 100)])
+@pytest.mark.parametrize("dt", [np.float32, np.float16])
+def test_dot_ragged_sizes(M, N, K, dt):
+    outs = _run(M, N, K, dt, np.float32, seed=M)
+    _close(outs["npu"][0], outs["ref"][0], dt)
+
+
+@pytest.mark.parametrize("trans_a,trans_b", [(True, False), (False, True), (True, True)])
+@pytest.mark.parametrize("dt", [np.float32, np.float16])
+def test_dot_transposed_operands(trans_a, trans_b, dt):
+    outs = _run(48, 40, 24, dt, np.float32, trans_a=trans_a, trans_b=trans_b, block=(64, 64, 32))
+    _close(outs["npu"][0], outs["ref"][0], dt)
+
+
+@pytest.mark.parametrize("dt,out_dt", [(np.float32, np.float32), (np.float16, np.float32), (np.int8, np.int32)])
+def test_dot_with_acc(dt, out_dt):
+    outs = _run(32, 48, 40, dt, out_dt, acc=True, block=(32, 64, 64))
+    _close(outs["npu"][0], outs["ref"][0], out_dt)
+
+
+@tritonpu.jit
+def chained_kernel(a_ptr, b_ptr, d_ptr, out_ptr, M: tl.constexpr, K: tl.constexpr, N: tl.constexpr,
+                   P: tl.constexpr):
+    rm, rk, rn, rp = tl.arange(0, M), tl.arange(0, K), tl.arange(0, N), tl.arange(0, P)
+    a = tl.load(a_ptr + rm[:, None] * K + rk[None, :])
+    b = tl.load(b_ptr + rk[:, None] * N + rn[None, :])
+    d = tl.load(d_ptr + rn[:, None] * P + rp[None, :])
+    ab = tl.dot(a, b)                                  # M x N, fp32
+    e = tl.exp(ab * 0.05)                              # vector work between the dots
+    out = tl.dot(e.to(tl.float16), d)                  # M x P
+    out = tl.dot(tl.trans(out).to(tl.float16), a, acc=tl.zeros((P, K), tl.float32))   # P x K
+    tl.store(out_ptr + rp[:, None] * K + rk[None, :], out)
+
+
+def test_chained_dots_with_vector_work_between():
+    rng = np.random.default_rng(3)
+    M, K, N, P = 32, 16, 64, 32
+    a = (rng.standard_normal((M, K)) * 0.5).astype(np.float16)
+    b = (rng.standard_normal((K, N)) * 0.5).astype(np.float16)
+    d = (rng.standard_normal((N, P)) * 0.1).astype(np.float16)
+    outs = {}
+    for backend in ("ref", "npu"):
+        out = np.zeros((P, K), np.float32)
+        chained_kernel[(1,)](a, b, d, out, M=M, K=K, N=N, P=P, backend=backend)
+        outs[backend] = out
+    np.testing.assert_allclose(outs["npu"], outs["ref"], rtol=2e-2, atol=2e-2)
+
+
+def test_a_dot_too_big_for_l0_is_a_compilation_error():
+    a = np.zeros((128, 256), np.float32)
+    with pytest.raises(tritonpu.CompilationError,
+                       match=r"tl.dot of 128x256 by 256x128 f32 needs 131072 bytes of L0A but it holds 65536"):
+        dot_kernel[(1,)](a, a, a, 128, 128, 256, TRANS_A=False, TRANS_B=False, ACC=False, BM=128, BN=128, BK=256)
