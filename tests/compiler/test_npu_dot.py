@@ -125,8 +125,18 @@ def test_chained_dots_with_vector_work_between():
     np.testing.assert_allclose(outs["npu"], outs["ref"], rtol=2e-2, atol=2e-2)
 
 
-def test_a_dot_too_big_for_l0_is_a_compilation_error():
-    a = np.zeros((128, 256), np.float32)
-    with pytest.raises(tritonpu.CompilationError,
-                       match=r"tl.dot of 128x256 by 256x128 f32 needs 131072 bytes of L0A but it holds 65536"):
-        dot_kernel[(1,)](a, a, a, 128, 128, 256, TRANS_A=False, TRANS_B=False, ACC=False, BM=128, BN=128, BK=256)
+@pytest.mark.parametrize("M,N,K,dt", [(128, 128, 256, np.float32), (256, 64, 128, np.float32),
+                                      (64, 128, 1024, np.float16), (128, 128, 512, np.float16)])
+def test_dots_bigger_than_l0_are_split_into_l0_tiles(M, N, K, dt):
+    outs = _run(M, N, K, dt, np.float32, block=(M, N, K))
+    _close(outs["npu"][0], outs["ref"][0], dt)
+    assert outs["npu"][1].asm["isa"].count("mmad.") > 1
+
+
+def test_a_dot_whose_result_does_not_fit_on_chip_is_a_compilation_error_at_the_dot():
+    a = np.zeros((256, 256), np.float16)
+    c = np.zeros((256, 256), np.float32)
+    with pytest.raises(tritonpu.CompilationError) as info:
+        dot_kernel[(1,)](a, a, c, 256, 256, 32, TRANS_A=False, TRANS_B=False, ACC=False, BM=256, BN=256, BK=32)
+    text = str(info.value)
+    assert "tensor<256x256xf32>" in text and "use a smaller block size" in text and "c = tl.dot(a, b)" in text

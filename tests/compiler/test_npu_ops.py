@@ -140,9 +140,6 @@ def test_binary_with_scalar_operand(op, dt, side):
 @pytest.mark.parametrize("dt", FLOATS)
 @pytest.mark.parametrize("rank", RANKS)
 def test_unary_float(op, dt, rank):
-    if op == "erf" and rank == "scalar":
-        pytest.xfail("reported: the reference evaluator's rank-0 erf fails (math.erf via np.frompyfunc returns a "
-                     "Python float, then .astype); see test_scalar_erf_against_math_erf for the NPU side")
     rng = np.random.default_rng(1)
     text = WRAP[rank]([dt], dt, lambda t: [f"%r = {op} %x0 : {t.format(dt)}"])
     x = values(dt, B, rng, small=True)
@@ -829,8 +826,6 @@ SPECIAL = [np.inf, -np.inf, np.nan, -0.0, 1e-40, -1e-39, 6e4, -7e4, 3e38, 1e-7, 
 @pytest.mark.parametrize("rank", RANKS)
 def test_unary_float_special_values(op, dt, rank):
     """inf, NaN, signed zeros, subnormals, values that overflow the narrower types."""
-    if op == "erf" and rank == "scalar":
-        pytest.xfail("reported: the reference evaluator's rank-0 erf fails (see test_unary_float)")
     with np.errstate(all="ignore"):
         x = np.array(SPECIAL, np.float64).astype(NP[dt])
     text = WRAP[rank]([dt], dt, lambda t: [f"%r = {op} %x0 : {t.format(dt)}"])

@@ -64,32 +64,25 @@ class CubeEmitter:
             self.fail(f"the cube multiplies f16, bf16, f32 or i8, not {tin}")
         es = _esize(tin)
         tacc = "i32" if tin == "i8" else "f32"
-        kp, np_ = _ceil_to(K, _K0_BYTES // es), _ceil_to(N, 16)
-        need = {"l0a": M * kp * es, "l0b": kp * np_ * es, "l0c": M * np_ * 4}
-        for space, nbytes in need.items():
-            cap = self.m.capacity[space]
-            if nbytes > cap:
-                self.fail(f"tl.dot of {M}x{K} by {K}x{N} {tin} needs {nbytes} bytes of {space.upper()} but it "
-                          f"holds {cap}; use smaller blocks")
+        k0 = _K0_BYTES // es
+        np_ = _ceil_to(N, 16)
+        if M * np_ * 4 > self.m.capacity["l0c"]:
+            self.fail(f"tl.dot of {M}x{K} by {K}x{N} {tin} needs {M * np_ * 4} bytes of L0C for its result but it "
+                      f"holds {self.m.capacity['l0c']}; use smaller blocks")
+        mt, nt, kt = self._l0_tiles(M, N, K, es, k0)
         a_at, a_rows, a_cols, a_t = self._stage(a_v, tin, "A")
         b_at, b_rows, b_cols, b_t = self._stage(b_v, tin, "B")
-        for name, at, rows, cols, tr, stride, space in (("a", a_at, a_rows, a_cols, a_t, kp, "l0a"),
-                                                         ("b", b_at, b_rows, b_cols, b_t, np_, "l0b")):
-            src = Access("l1", at, at + rows * cols * es)
-            extra = f", transpose=1" if tr else ""
-            suffix = f".{tin}" if tr else ""
-            self.emit(f"mov.l1.{space}{suffix} {space}[0], l1[{at}], {rows}, {cols * es}, {cols * es}, "
-                      f"{stride * es}{extra}", "MTE1", [src], [Access(space, 0, need[space])])
+        self._operands = (a_at, a_rows, a_cols, a_t, b_at, b_rows, b_cols, b_t, mt, nt, kt, es, k0, tin)
         acc_h = self.val(acc_v) if acc_v is not None else None
         if isinstance(acc_h, Tile) and acc_h.space == "l0c":
             c = self.out_tile(op.result)            # the same L0C tile: accumulate in place
-            self._mmad(c, tacc, tin, M, K, N, np_, init=0)
+            self._products(c, tacc, M, N, K, np_, init=0)
             return
         c_at = _ceil_to(int(self.fn.attrs.get("l0c_peak", 0)), 64)
-        if c_at + need["l0c"] > self.m.capacity["l0c"]:
-            self.fail(f"tl.dot needs {c_at + need['l0c']} bytes of L0C but it holds {self.m.capacity['l0c']}")
+        if c_at + M * np_ * 4 > self.m.capacity["l0c"]:
+            self.fail(f"tl.dot needs {c_at + M * np_ * 4} bytes of L0C but it holds {self.m.capacity['l0c']}")
         c = Tile.dense(c_at, tacc, (M, N), 4, "l0c")
-        self._mmad(c, tacc, tin, M, K, N, np_, init=1)
+        self._products(c, tacc, M, N, K, np_, init=1)
         dst = self.out_tile(op.result)
         tout = dst.dtype
         prod = dst if (acc_v is None or tout == tacc) else Tile.dense(self.scratch(M * N * 4), tacc, (M, N), 4)
@@ -105,15 +98,63 @@ class CubeEmitter:
         self.vec(f"vadd.{tacc}", prod, [prod, wide])
         self.vec(f"vcast.{tout}.{tacc}", dst, [prod])
 
-    def _mmad(self, c: Tile, tacc, tin, M, K, N, np_, init: int) -> None:
+    def _l0_tiles(self, M, N, K, es, k0):
+        """(mt, nt, kt): the largest L0 tiles (halving K first, then M / N) that fit L0A and L0B."""
+        cap_a, cap_b = self.m.capacity["l0a"], self.m.capacity["l0b"]
+        mt, nt, kt = M, N, K
+        while mt * _ceil_to(kt, k0) * es > cap_a or _ceil_to(kt, k0) * _ceil_to(nt, 16) * es > cap_b:
+            if kt > k0:
+                kt = max(k0, _ceil_to(kt // 2, k0))
+            elif mt * _ceil_to(kt, k0) * es > cap_a and mt > 16:
+                mt = max(16, _ceil_to(mt // 2, 16))
+            elif nt > 16:
+                nt = max(16, _ceil_to(nt // 2, 16))
+            else:
+                self.fail("tl.dot operands do not fit L0A/L0B even in 16-wide tiles")
+        return mt, nt, kt
+
+    def _products(self, c: Tile, tacc, M, N, K, np_, init: int) -> None:
+        """C (+)= A @ B tile by tile: MTE1 brings each A and B chunk to L0A/L0B, the cube accumulates."""
+        a_at, a_rows, a_cols, a_t, b_at, b_rows, b_cols, b_t, mt, nt, kt, es, k0, tin = self._operands
+        align = self.m.align["l1"]
+        for m0 in range(0, M, mt):
+            mm = min(mt, M - m0)
+            for n0 in range(0, N, nt):
+                nn = min(nt, N - n0)
+                for kk0 in range(0, max(K, 1), max(kt, 1)):
+                    kk = min(kt, K - kk0)
+                    kp, npp = _ceil_to(kk, k0), _ceil_to(nn, 16)
+                    # A[m0:m0+mm, kk0:kk0+kk] -> L0A (rows kp apart)
+                    if a_t:   # stored K x M
+                        src, nseg, seg, stride = a_at + (kk0 * a_cols + m0) * es, kk, mm * es, a_cols * es
+                    else:
+                        src, nseg, seg, stride = a_at + (m0 * a_cols + kk0) * es, mm, kk * es, a_cols * es
+                    self._to_l0("l0a", src, nseg, seg, stride, kp * es, a_t, tin, mm * kp * es, align)
+                    if b_t:   # stored N x K
+                        src, nseg, seg, stride = b_at + (n0 * b_cols + kk0) * es, nn, kk * es, b_cols * es
+                    else:
+                        src, nseg, seg, stride = b_at + (kk0 * b_cols + n0) * es, kk, nn * es, b_cols * es
+                    self._to_l0("l0b", src, nseg, seg, stride, npp * es, b_t, tin, kp * npp * es, align)
+                    sub = c.with_(addr=c.addr + (m0 * np_ + n0) * 4)
+                    self._mmad(sub, tacc, tin, mm, kk, nn, np_, init if kk0 == 0 else 0, row_stride=np_)
+
+    def _to_l0(self, space, src, nseg, seg, stride, dst_stride, transpose, tin, nbytes, align) -> None:
+        if src % align:
+            self.fail(f"tl.dot: an L0 tile of this operand starts at a misaligned L1 address; use block sizes "
+                      f"whose rows are multiples of {align} bytes")
+        extra, suffix = (", transpose=1", f".{tin}") if transpose else ("", "")
+        self.emit(f"mov.l1.{space}{suffix} {space}[0], l1[{src}], {nseg}, {seg}, {stride}, {dst_stride}{extra}",
+                  "MTE1", [Access("l1", src, src + (nseg - 1) * stride + seg)], [Access(space, 0, nbytes)])
+
+    def _mmad(self, c: Tile, tacc, tin, M, K, N, np_, init: int, row_stride=None) -> None:
         es = _esize(tin)
         kp = _ceil_to(K, _K0_BYTES // es)
         cacc = Access("l0c", c.addr, c.addr + M * np_ * 4)
-        reads = [Access("l0a", 0, M * kp * es), Access("l0b", 0, kp * np_ * es)] if K else []
+        reads = [Access("l0a", 0, M * kp * es), Access("l0b", 0, kp * _ceil_to(N, 16) * es)] if K else []
         if not init:
             reads.append(cacc)
-        self.emit(f"mmad.{tacc}.{tin} l0c[{c.addr}], l0a[0], l0b[0], {M}, {K}, {N}, init={init}", "M",
-                  reads, [cacc])
+        cop = f"l0c[{c.addr}, {row_stride}]" if row_stride and row_stride != _ceil_to(N, 16) else f"l0c[{c.addr}]"
+        self.emit(f"mmad.{tacc}.{tin} {cop}, l0a[0], l0b[0], {M}, {K}, {N}, init={init}", "M", reads, [cacc])
 
     def zero_l0c(self, c: Tile, dot) -> None:
         """Zero an L0C accumulator: an initialising product over k = 0."""
