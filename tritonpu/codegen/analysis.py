@@ -285,6 +285,9 @@ class Analysis:
             for reg in op.regions:
                 for a in reg.args:
                     group(a)
+        for op in fn.walk():
+            if op.name == "for":
+                self._coalesce_yields(op, merge)
         for op in fn.walk():        # carried homes are live over the whole op that carries them
             if op.name in ("for", "if", "while"):
                 s, e = self.span[id(op)]
@@ -294,6 +297,46 @@ class Analysis:
                     for a in reg.args:
                         g = self.group_of[id(a)]
                         g.start, g.end = min(g.start, s), max(g.end, e)
+
+    def _coalesce_yields(self, op: Op, merge) -> None:
+        """A tile the loop body computes and yields after the carried tile it replaces was last read
+        takes the carried tile's buffer: the next trip finds it in place, no copy at the yield."""
+        body = op.regions[0]
+        term = body.terminator
+        skip = self.l0c_loops.get(id(op), {})
+        for i, (arg, y) in enumerate(zip(body.args[1:], term.operands)):
+            h = self.home.get(id(arg))
+            if i in skip or h not in (UB, L1) or self.home.get(id(y)) != h or y.owner is None:
+                continue
+            ga, gy = self.group_of[id(arg)], self.group_of[id(y)]
+            if ga is gy or any(self._top_op(v.owner, body) is None for v in gy.values if v.owner is not None) \
+                    or any(v.owner is None for v in gy.values):
+                continue
+            if any(id(v) == id(w) for v in gy.values for w in term.operands if w is not y):
+                continue
+            last = 0
+            for v in ga.values:
+                if v in op.results:
+                    continue
+                for u, _ in self.users.get(id(v), []):
+                    if u is term:
+                        continue
+                    top = self._top_op(u, body)
+                    if top is None:
+                        last = 1 << 60
+                        break
+                    s, e = self.span[id(top)]
+                    last = max(last, s if (top is u and _in_place_ok(u)) else e)
+            if all(self.defined[id(v)] > last for v in gy.values):
+                merge(ga, y)
+
+    @staticmethod
+    def _top_op(o: Op, body):
+        """The op of ``body`` that is or contains ``o`` (None when ``o`` is outside ``body``)."""
+        while o is not None and o.parent is not body:
+            region = o.parent
+            o = region.parent if region is not None else None
+        return o
 
     def _add(self, g: Group, v: Value) -> None:
         self.group_of[id(v)] = g
