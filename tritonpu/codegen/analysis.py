@@ -71,6 +71,10 @@ def _l0c_bytes(ty) -> int:
     return m * ((n + 15) // 16 * 16) * 4
 
 
+def _loaded(v) -> bool:
+    return v.owner is not None and v.owner.name in ("load_tile", "gather_rows")
+
+
 def _in_place_ok(op) -> bool:
     return op.opdef.kind in ("elementwise", "compare", "select", "cast") and op.name != "fma"
 
@@ -109,7 +113,9 @@ class Analysis:
                 # (in place); any other op reads its operands until it ends.
                 at = start if _in_place_ok(op) else start + 1
                 for v in op.operands:
-                    self._use(v, at, loops)
+                    # a loaded tile's buffer belongs to its transfers: computing over it in place would
+                    # make the next load into it wait for the store of the result
+                    self._use(v, start + 1 if _loaded(v) else at, loops)
                 inner = loops + [op] if op.name in LOOPS else loops
                 for r in op.regions:
                     for a in r.args:
@@ -119,16 +125,30 @@ class Analysis:
                 self.span[id(op)] = (start, end)
                 for res in op.results:
                     self.defined[id(res)] = end
+                if op.name in ("load_tile", "gather_rows") and loops:
+                    # a tile loaded in a loop keeps its buffer for the rest of the trip, so that the
+                    # next trip's load into it waits only for the reads of this one
+                    self._trip_end.append((op.result, loops[-1]))
+                if op.name in ("store_tile", "scatter_rows") and loops and op.operands[-1 if op.name ==
+                                                                                   "store_tile" else 3].type.is_block:
+                    # likewise a tile being stored: the next trip computes into another buffer
+                    # instead of waiting for this store to drain
+                    self._trip_end.append((op.operands[-1 if op.name == "store_tile" else 3], loops[-1]))
                 # loops entered after a value was defined keep it alive to their end
         self._pending = []
+        self._trip_end = []
         region(fn.body.ops, [])
+        carried_inits = {id(v) for o in fn.walk() if o.name == "for" for v in o.operands[3:]}
+        for v, lp in self._trip_end:
+            if id(v) not in carried_inits:     # an init lives on in the loop's carried buffer
+                self.last_use[id(v)] = max(self.last_use.get(id(v), 0), self.span[id(lp)][1] - 1)
         for v, loops in self._pending:
             d = self.defined.get(id(v), 0)
             for lp in loops:
                 s, e = self.span[id(lp)]
                 if d < s:
                     self.last_use[id(v)] = max(self.last_use.get(id(v), 0), e)
-        del self._pending
+        del self._pending, self._trip_end
 
     def _use(self, v: Value, at: int, loops) -> None:
         self.last_use[id(v)] = max(self.last_use.get(id(v), 0), at)
@@ -136,17 +156,39 @@ class Analysis:
             self._pending.append((v, list(loops)))
 
     # ---- cube homes --------------------------------------------------------------------------------
-    def _dot_operand_only(self, v) -> bool:
+    def _dot_operand_only(self, v, seen=None) -> bool:
+        """Every use of v is as a dot operand: directly, through tl.trans, or carried by a loop (as
+        an init or a yield) into a loop value used that way whose result is unused."""
+        seen = set() if seen is None else seen
+        if id(v) in seen:
+            return True
+        seen.add(id(v))
         uses = self.users.get(id(v), [])
         if not uses:
             return False
         for op, i in uses:
             if op.name == "dot" and i in (0, 1):
                 continue
-            if op.name == "permute" and self._dot_operand_only(op.result):
+            if op.name == "permute" and self._dot_operand_only(op.result, seen):
                 continue
+            carried = self._carried_by(op, i)
+            if carried is not None:
+                loop, j = carried
+                arg, res = loop.regions[0].args[1 + j], loop.results[j]
+                if not self.users.get(id(res)) and self._dot_operand_only(arg, seen):
+                    continue
             return False
         return True
+
+    @staticmethod
+    def _carried_by(op, i):
+        """(for op, carried index) when operand i of op is a loop's init or a loop body's yield."""
+        if op.name == "for" and i >= 3:
+            return op, i - 3
+        if op.name == "yield" and op.parent is not None and op.parent.parent is not None \
+                and op.parent.parent.name == "for":
+            return op.parent.parent, i
+        return None
 
     def _cube_homes(self, fn: Function) -> None:
         for op in fn.walk():
@@ -156,8 +198,23 @@ class Analysis:
                 for u, _ in self.users.get(id(op.result), []):
                     if u.name == "permute":
                         self.home[id(u.result)] = L1
+        for op in fn.walk():
             if op.name == "for":
                 self._l0c_carries(op)
+                self._l1_carries(op)
+
+    def _l1_carries(self, op: Op) -> None:
+        """Dot operand tiles a loop carries (double-buffered loads) stay in L1."""
+        body = op.regions[0]
+        term = body.terminator
+        for i, (init, arg) in enumerate(zip(op.operands[3:], body.args[1:])):
+            y = term.operands[i]
+            if self.home.get(id(init)) == L1 and self.home.get(id(y)) == L1 and not self.users.get(id(op.results[i])):
+                self.home[id(arg)] = L1
+                self.home[id(op.results[i])] = L1
+                for u, _ in self.users.get(id(arg), []):
+                    if u.name == "permute":
+                        self.home[id(u.result)] = L1
 
     def _l0c_carries(self, op: Op) -> None:
         body = op.regions[0]
@@ -329,6 +386,20 @@ class Analysis:
                     last = max(last, s if (top is u and _in_place_ok(u)) else e)
             if all(self.defined[id(v)] > last for v in gy.values):
                 merge(ga, y)
+        # an initial tile used only to start the loop is built in the carried buffer directly
+        for i, (arg, init) in enumerate(zip(body.args[1:], op.operands[3:])):
+            h = self.home.get(id(arg))
+            if i in skip or h not in (UB, L1) or self.home.get(id(init)) != h or init.owner is None:
+                continue
+            ga, gi = self.group_of[id(arg)], self.group_of[id(init)]
+            if ga is gi or any(w is init for j, w in enumerate(op.operands) if j != 3 + i):
+                continue
+            start = self.span[id(op)][0]
+            if all(v.owner is not None and v.owner.parent is op.parent and self.defined[id(v)] < start
+                   and all(u is op for u, _ in self.users.get(id(v), [])
+                           if not (u.parent is op.parent and self.span[id(u)][0] < start))
+                   and self.last_use.get(id(v), 0) <= start + 1 for v in gi.values):
+                merge(ga, init)
 
     @staticmethod
     def _top_op(o: Op, body):

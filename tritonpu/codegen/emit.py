@@ -271,10 +271,13 @@ class Emitter(ScalarEmitter, VectorEmitter, MemoryEmitter, CubeEmitter):
             return
         if isinstance(src, Tile) and src == dst:
             return
+        if dst.space != "ub" or (isinstance(src, Tile) and src.space != "ub"):
+            self.fail(f"internal error: cannot copy a tile from {getattr(src, 'space', 'a register')} to "
+                      f"{dst.space} (a carried value was not planned in place)")
         self.copy_tile(dst, src)
 
     def carried_home(self, v, planned_v=None):
-        if self.an.home.get(id(v)) in ("ub", "l0c"):
+        if self.an.home.get(id(v)) in ("ub", "l0c", "l1"):
             return self.dense_tile(v, self.planned(planned_v if planned_v is not None else v))
         return self.new_reg(v)
 

@@ -19,9 +19,10 @@ from tritonpu.passes import PassManager
 from tritonpu.passes.manager import PassError
 
 # The passes the NPU path runs, in order (each is a file in tritonpu/passes/).
-NPU_PIPELINE = ["canonicalize", "memory-analysis", "cse", "fusion", "dce", "tiling", "buffer-planning"]
+NPU_PIPELINE = ["canonicalize", "memory-analysis", "cse", "fusion", "dce", "tiling", "persistent",
+                "double-buffer", "buffer-planning"]
 # Passes a user may switch off (results must not change; tests check it).
-OPTIONAL_PASSES = ("canonicalize", "memory-analysis", "cse", "fusion")
+OPTIONAL_PASSES = ("canonicalize", "memory-analysis", "cse", "fusion", "persistent", "double-buffer")
 
 
 @dataclass
@@ -30,11 +31,14 @@ class NpuKernel:
     program: object = None                        # tritonpu.npu.Program
     notes: list = field(default_factory=list)
     sync_pairs: int = 0
+    persistent: bool = False
 
 
 def pipeline_for(options: dict | None = None) -> list[str]:
     options = options or {}
     skip = set(options.get("disable_passes") or ())
+    if options.get("double_buffer") is False or os.environ.get("TRITONPU_DOUBLE_BUFFER") == "0":
+        skip.add("double-buffer")
     return [p for p in NPU_PIPELINE if p not in skip]
 
 
@@ -51,6 +55,7 @@ def compile_npu(ir_text: str, options: dict | None = None, print_after=None) -> 
     out = NpuKernel()
     for name, text in pm.dumps:
         out.asm[name] = text
+    out.persistent = bool(fn.attrs.get("persistent"))
     em = Emitter(fn)
     header, nodes = em.run()
     # Analyse the body as the loop it is: a core runs its programs one after another, so hazards
@@ -72,17 +77,26 @@ def compile_npu(ir_text: str, options: dict | None = None, print_after=None) -> 
 def launch_npu(kernel, arrays, grid, options) -> object:
     """Run a CompiledKernel on the virtual NPU; returns the launch's Stats."""
     from tritonpu.npu import NpuError
-    art = kernel.backend_artifacts.get("npu")
+    key = ("npu",) + tuple(pipeline_for(options))       # one compilation per pass pipeline
+    art = kernel.backend_artifacts.get(key)
     if art is None:
         art = compile_npu(kernel.asm["ir"], options)
-        kernel.backend_artifacts["npu"] = art
-        for k, v in art.asm.items():
-            kernel.asm[k] = v
+        kernel.backend_artifacts[key] = art
+    for k, v in art.asm.items():     # h.asm shows the stages of the launch that ran last
+        kernel.asm[k] = v
     prog = art.program
     args = {}
     for p, a in zip(kernel.fn.args, arrays):
         name = p.name if prog.param(p.name) is not None else f"arg_{p.name}"
         args[name] = a
+    user_grid = tuple(grid)
+    if art.persistent:       # one program per core, looping over the user's programs
+        from tritonpu.isa.machines import machine as get_machine
+        from tritonpu.passes.persistent import GRID_ARGS
+        for name, g in zip(GRID_ARGS, user_grid):
+            args[name] = g
+        ncores = options.get("cores") or get_machine("ascend910b").cores
+        grid = (min(int(ncores), user_grid[0] * user_grid[1] * user_grid[2]), 1, 1)
     try:
         sanitize = options.get("sanitize")
         if sanitize is None:
@@ -94,6 +108,8 @@ def launch_npu(kernel, arrays, grid, options) -> object:
     except LaunchError:
         raise
     stats.notes = list(art.notes)
+    if art.persistent:
+        stats.grid, stats.programs = user_grid, user_grid[0] * user_grid[1] * user_grid[2]
     return stats
 
 

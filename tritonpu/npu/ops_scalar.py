@@ -354,12 +354,14 @@ def _sync(st, inst, prog):
             p = PIPE_INDEX[inst.args[0]]
 
             def run_one():
+                if st.done[p] > st.clk[p]:      # a barrier on P also waits for P's transfers to land
+                    st.clk[p] = st.done[p]
                 tick(p, cost, inst)
             return run_one
 
         def run():
             t = st.ts
-            top = max([t] + st.clk)
+            top = max([t] + st.clk + st.done)
             st.stall("barrier all", top - t)
             st.ts = top
             for i in range(1, len(st.clk)):
@@ -379,7 +381,7 @@ def _sync(st, inst, prog):
                 other = flags[key][2]
                 raise FlagError(f"event ({src}, {dst}, {ev}) set twice without a wait_flag in "
                                 f"between (first set at line {other.line})", inst=inst)
-            fire = tick(sp, cost, inst) + cost
+            fire = max(tick(sp, cost, inst) + cost, st.done[sp])   # fires once sp's transfers landed
             flags[key] = (fire, race.snapshot(sp) if race is not None else None, inst)
         return run
 

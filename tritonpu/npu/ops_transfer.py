@@ -67,7 +67,7 @@ def _xfer(st, inst, prog):
         nseg, seg, ss, ds = g_nseg(), g_seg(), g_ss(), g_ds()
         sa, da = gs(), gd()
         if nseg <= 0 or seg <= 0:
-            tick(pipe, m.paths[path].latency or 1, inst)
+            tick(pipe, m.paths[path].latency or 1, inst, m.paths[path].latency)
             return
         rl = seg
         if g_valid is not None:
@@ -163,7 +163,7 @@ def _xfer(st, inst, prog):
         else:
             cost = cycles.onchip_transfer(m, path, nseg, dl)
             st.add_bytes(path, nseg * dl)
-        tick(pipe, cost, inst)
+        tick(pipe, cost, inst, m.paths[path].latency)
     return run
 
 
@@ -195,7 +195,7 @@ def _gather(st, inst, prog):
         n, rb, rs, us = g_n(), g_rb(), g_rs(), g_us()
         gb, ua = g_g(), g_u()
         if n <= 0 or rb <= 0:
-            tick(pipe, m.paths[path].latency or 1, inst)
+            tick(pipe, m.paths[path].latency or 1, inst, m.paths[path].latency)
             return
         idx = gidx(1, n)[0].astype(np.int64)
         rows = np.arange(n)
@@ -240,7 +240,7 @@ def _gather(st, inst, prog):
             cold, warm = cycles.l2_read(seen, gran, segs, lpl)
             cost = cycles.read_transfer(m, path, cold, warm)
         st.add_bytes(path, int(starts.size) * rb)
-        tick(pipe, cost, inst)
+        tick(pipe, cost, inst, m.paths[path].latency)
     return run
 
 

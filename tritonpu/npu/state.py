@@ -64,6 +64,7 @@ class State:
         self.busy = [0] * NP
         self.cnt = [0] * NP
         self.queued = [0] * NP  # cycles instructions waited after issue for their busy pipe
+        self.done = [0] * NP    # when the pipe's last transfer has landed (latency is pipelined)
         self.flags = {}
         if self.race is not None:
             self.race.reset()
@@ -72,7 +73,7 @@ class State:
         for p, q in enumerate(self.queued):
             if q:
                 self.queue_wait[PIPES[p]] = self.queue_wait.get(PIPES[p], 0) + q
-        end = max([self.ts] + self.clk)
+        end = max([self.ts] + self.clk + self.done)
         self.core_cycles.append(end)
         self.busy_by_core.append(list(self.busy))
         self.count_by_core.append(list(self.cnt))
@@ -86,8 +87,16 @@ class State:
             R[slot] = v
 
     # ---- timing ---------------------------------------------------------------------------------
-    def tick(self, p, cost, inst):
-        """Issue ``inst`` (1 scalar cycle) into pipe ``p`` for ``cost`` cycles; return its start."""
+    def tick(self, p, cost, inst, latency=0):
+        """Issue ``inst`` (1 scalar cycle) into pipe ``p`` for ``cost`` cycles; return its start.
+
+        A transfer's fixed ``latency`` (part of ``cost``) is pipelined: the pipe is busy for the
+        rest (its beats) and takes its next instruction then, while the data lands ``latency``
+        cycles later — recorded in ``done[p]``, which flags and barriers wait for."""
+        if latency:
+            start = self.tick(p, max(cost - latency, 1), inst)
+            self.done[p] = max(self.done[p], start + cost)
+            return start
         t = self.ts
         self.cnt[p] += 1
         if self.race is not None:

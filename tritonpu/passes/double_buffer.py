@@ -1,0 +1,246 @@
+"""Double buffering: a loop's tile loads are issued one trip ahead, into two buffers used in turn.
+
+Guarantees: in a ``for`` loop with a positive step, every ``load_tile``/``gather_rows`` at the top
+of the body whose address (pointer, strides, extents) is computed from the induction variable,
+loop-invariant values and carried scalars whose next value is computed the same way, is
+prefetched: the loop is unrolled by two; before it, the first trip's tiles are loaded into
+buffer A (carried); each double trip loads trip i+1's tiles into buffer B before trip i's work,
+runs trip i on A, loads trip i+2's tiles back into A (carried to the next double trip) and runs
+trip i+1 on B when it exists.  A prefetch for a trip that does not exist reads nothing (its first
+valid extent is 0), so no address outside the program's own accesses is touched, and every trip
+computes, reads and writes exactly what it did before.  MTE2 then brings trip i+1 while the vector
+unit and the cube work on trip i and MTE3 drains trip i-1; the sync pass orders the two buffers.
+When the on-chip space does not allow the second buffers the loop is left as it is and marked
+``{double_buffer = "off: ..."}`` in the IR.  The launch option ``double_buffer=False`` (CLI
+``--no-double-buffer``) leaves this pass out.
+"""
+from __future__ import annotations
+
+from tritonpu.errors import CompilationError
+from tritonpu.ir import Function, Op, Region, Value
+from tritonpu.ir import types as T
+from tritonpu.passes.manager import Pass, register
+
+_LOADS = ("load_tile", "gather_rows")
+
+
+def _positive_step(v) -> bool:
+    op = v.owner
+    if op is None:
+        return False
+    if op.name == "constant":
+        return isinstance(op.attrs["value"], int) and op.attrs["value"] > 0
+    return op.name == "num_programs"
+
+
+class _Loop:
+    """What one for op offers for prefetching."""
+
+    def __init__(self, op: Op):
+        self.op = op
+        self.body = op.regions[0]
+        self.term = self.body.terminator
+        self.iv, *self.iters = self.body.args
+        self.in_body = {id(o) for o in self.body.ops}
+        self.defs = {id(r): o for o in self.body.ops for r in o.results}
+
+    def slice(self, values, allowed_args) -> list | None:
+        """Body ops computing ``values`` (program order), or None if that needs anything but pure ops,
+        the induction variable and ``allowed_args``."""
+        need, stack = set(), list(values)
+        while stack:
+            v = stack.pop()
+            o = self.defs.get(id(v))
+            if o is None:
+                if v.owner is None and v in self.body.args and v is not self.iv and \
+                        all(v is not a for a in allowed_args):
+                    return None
+                continue
+            if id(o) in need:
+                continue
+            if o.regions or o.opdef.effects or o.opdef.terminator:
+                return None
+            need.add(id(o))
+            stack.extend(o.operands)
+        return [o for o in self.body.ops if id(o) in need]
+
+    def next_computable(self) -> list:
+        """Carried values whose next value is a pure function of the trip's scalars."""
+        ok = [a for a in self.iters if not a.type.is_block]
+        while True:
+            keep = [a for a in ok if self.slice([self.term.operands[self.iters.index(a)]], ok) is not None]
+            if len(keep) == len(ok):
+                return ok
+            ok = keep
+
+    def candidates(self, nexts) -> list:
+        out = []
+        for o in self.body.ops:
+            if o.name in _LOADS and self.slice(o.operands, nexts) is not None:
+                out.append(o)
+        return out
+
+
+def _clone(ops, mapping: dict, into: list, skip=()) -> None:
+    """Clone ``ops`` (with their regions) into ``into``, operands through ``mapping`` (updated)."""
+    for o in ops:
+        if id(o) in skip:
+            continue
+        into.append(_clone_op(o, mapping))
+
+
+def _clone_op(o: Op, mapping: dict) -> Op:
+    regions = []
+    for r in o.regions:
+        args = [Value(a.type, a.name) for a in r.args]
+        for a, b in zip(r.args, args):
+            mapping[id(a)] = b
+        inner: list = []
+        _clone(r.ops, mapping, inner)
+        nr = Region(args, inner)
+        for x in inner:
+            x.parent = nr
+        regions.append(nr)
+    n = Op(o.name, [mapping.get(id(v), v) for v in o.operands], [r.type for r in o.results], dict(o.attrs),
+           regions, o.loc)
+    for a, b in zip(o.results, n.results):
+        b.name = a.name
+        mapping[id(a)] = b
+    return n
+
+
+@register
+class DoubleBuffer(Pass):
+    name = "double-buffer"
+
+    def run(self, fn: Function) -> None:
+        for op in [o for o in fn.walk() if o.name == "for"]:
+            if op.attrs.get("double_buffer"):
+                continue
+            self._loop(fn, op)
+
+    def _loop(self, fn: Function, op: Op) -> None:
+        lb, ub, step = op.operands[:3]
+        if not _positive_step(step):
+            return
+        lp = _Loop(op)
+        nexts = lp.next_computable()
+        loads = lp.candidates(nexts)
+        if not loads:
+            return
+        region = op.parent
+        saved = list(region.ops)
+        new_ops = self._rewrite(lp, loads, nexts)
+        loop = new_ops[-1]
+        _replace_all_uses(fn, op.results, loop.results)
+        i = region.ops.index(op)
+        region.ops[i:i + 1] = new_ops
+        for o in new_ops:
+            o.parent = region
+        from tritonpu.passes.buffer_planning import plan
+        try:
+            plan(fn)
+        except CompilationError as e:
+            region.ops = saved
+            _replace_all_uses(fn, loop.results, op.results)
+            reason = str(e).split("error: ", 1)[-1].split(" at once")[0]
+            op.attrs["double_buffer"] = f"off: {reason} with two buffers per load"
+
+    def _rewrite(self, lp: _Loop, loads: list, nexts: list) -> list:
+        op = lp.op
+        lb, ub, step = op.operands[:3]
+        inits = op.operands[3:]
+        loc = op.loc
+        out: list = []
+
+        def mk(name, operands, ty, into, **attrs):
+            o = Op(name, operands, [ty], attrs, loc=loc)
+            into.append(o)
+            return o.result
+
+        def exists(iv, into):
+            return mk("cmp", [iv, ub], T.i1, into, pred="lt")
+
+        def load_at(iv, iters_map, ok, into):
+            """Clone the candidate loads at trip ``iv`` with the carried scalars ``iters_map``;
+            their first valid extent is 0 unless ``ok``."""
+            m = {id(lp.iv): iv, **iters_map}
+            addr = lp.slice([v for ld in loads for v in ld.operands], nexts)
+            _clone(addr, m, into)
+            res = []
+            for ld in loads:
+                n = _clone_op(ld, m)
+                k = _first_valid_index(ld)
+                v0 = n.operands[k]
+                zero = mk("constant", [], v0.type, into, value=0)
+                n.operands[k] = mk("select", [ok, v0, zero], v0.type, into)
+                into.append(n)
+                res.append(n.result)
+            return res
+
+        def next_iters(iv, iters_vals, into):
+            """Carried scalars of the following trip: their yield slices at (iv, iters)."""
+            m = {id(lp.iv): iv}
+            m.update({id(a): v for a, v in zip(lp.iters, iters_vals)})
+            ys = [lp.term.operands[lp.iters.index(a)] for a in nexts]
+            _clone(lp.slice(ys, nexts) or [], m, into)
+            return {id(a): m.get(id(y), y) for a, y in zip(nexts, ys)}
+
+        # prologue: trip lb into buffer A
+        first = exists(lb, out)
+        xa0 = load_at(lb, {id(a): v for a, v in zip(lp.iters, inits)}, first, out)
+        two = mk("mul", [step, mk("constant", [], step.type, out, value=2)], step.type, out)
+        # the double trip
+        body: list = []
+        iv = Value(lp.iv.type, lp.iv.name)
+        iters = [Value(a.type, a.name) for a in lp.iters]
+        xa = [Value(ld.result.type, ld.result.name) for ld in loads]
+        iv1 = mk("add", [iv, step], iv.type, body)
+        ok1 = exists(iv1, body)
+        nxt = next_iters(iv, iters, body)
+        xb = load_at(iv1, nxt, ok1, body)
+        skip = {id(ld) for ld in loads}
+        m = {id(lp.iv): iv, **{id(a): v for a, v in zip(lp.iters, iters)},
+             **{id(ld.result): x for ld, x in zip(loads, xa)}}
+        _clone(lp.body.ops[:-1], m, body, skip)
+        x1 = [m.get(id(y), y) for y in lp.term.operands]
+        iv2 = mk("add", [iv, two], iv.type, body)
+        ok2 = exists(iv2, body)
+        nxt2 = next_iters(iv1, x1, body)
+        xa2 = load_at(iv2, nxt2, ok2, body)
+        # the odd trip, when it exists
+        m2 = {id(lp.iv): iv1, **{id(a): v for a, v in zip(lp.iters, x1)},
+              **{id(ld.result): x for ld, x in zip(loads, xb)}}
+        then: list = []
+        _clone(lp.body.ops[:-1], m2, then, skip)
+        then.append(Op("yield", [m2.get(id(y), y) for y in lp.term.operands], [], loc=loc))
+        orelse = [Op("yield", list(x1), [], loc=loc)]
+        regions = [Region([], then), Region([], orelse)]
+        for r in regions:
+            for o in r.ops:
+                o.parent = r
+        odd = Op("if", [ok1], [a.type for a in lp.iters], regions=regions, loc=loc)
+        body.append(odd)
+        body.append(Op("yield", list(odd.results) + xa2, [], loc=loc))
+        new_region = Region([iv] + iters + xa, body)
+        for o in body:
+            o.parent = new_region
+        loop = Op("for", [lb, ub, two] + list(inits) + xa0, [a.type for a in lp.iters] + [x.type for x in xa],
+                  dict(op.attrs), [new_region], loc)
+        loop.attrs["double_buffer"] = "on"
+        for a, b in zip(op.results, loop.results):
+            b.name = a.name
+        return out + [loop]
+
+
+def _first_valid_index(ld: Op) -> int:
+    if ld.name == "gather_rows":
+        return 2                     # valid_cols
+    rank = len(ld.result.type.shape)
+    return 1 + rank                  # load_tile(ptr, strides[rank], valids[rank], ...)
+
+
+def _replace_all_uses(fn: Function, old, new) -> None:
+    mapping = {id(a): b for a, b in zip(old, new)}
+    for o in fn.walk():
+        o.operands = [mapping.get(id(v), v) for v in o.operands]
