@@ -216,21 +216,27 @@ def tiled(trips=4):
 def test_loop_carried_war_is_synced_golden():
     nodes = tiled()
     synced(nodes)
+    # back-edge hazards get loop-carried pairs: set right after the producer for the next trip,
+    # pre-set before the loop for the first trip, drained after it (ids from the top, 7)
     assert body_lines(nodes) == [
+        "set_flag MTE3, V, 7",
+        "set_flag V, MTE2, 7",
         "for s0, 0, 4, 1",
         "mul s1, s0, 4096",
-        "set_flag V, MTE2, 0",             # next trip's load overwrites what V read
-        "wait_flag V, MTE2, 0",
+        "wait_flag V, MTE2, 7",             # the previous trip's vadds has read ub[0]
         "mov.gm.ub ub[0], x[s1], 1, 4096, 0, 0",
         "set_flag MTE2, V, 0",
         "wait_flag MTE2, V, 0",
-        "set_flag MTE3, V, 0",             # next trip's vadds overwrites what MTE3 read
-        "wait_flag MTE3, V, 0",
+        "wait_flag MTE3, V, 7",             # the previous trip's store has read ub[4096]
         "vadds.f32 ub[4096], ub[0], 1.0, 1024",
         "set_flag V, MTE3, 0",
+        "set_flag V, MTE2, 7",
         "wait_flag V, MTE3, 0",
         "mov.ub.gm y[s1], ub[4096], 1, 4096, 0, 0",
+        "set_flag MTE3, V, 7",
         "endfor",
+        "wait_flag MTE3, V, 7",
+        "wait_flag V, MTE2, 7",
     ]
     x, y = run(nodes)
     np.testing.assert_array_equal(y, x + 1)
@@ -358,8 +364,12 @@ def test_cube_pipeline_in_a_loop():
                  ("MTE1", "MTE2"), ("M", "MTE1"), ("FIX", "M"), ("V", "FIX"), ("MTE3", "V")]:
         assert pair in rep.events_used, pair
     # forward chain MTE2->MTE1->M->FIX->V->MTE3 and each back-edge WAR, no shortcut pairs; the
-    # two L1 loads each get their own MTE2->MTE1 set (placed after each load, ids 0 and 1)
-    assert rep.pairs == 11 and rep.events_used[("MTE2", "MTE1")] == 2
+    # two L1 loads each get their own MTE2->MTE1 set (placed after each load, ids 0 and 1), and
+    # each L1 buffer's back-edge WAR its own loop-carried MTE1->MTE2 pair (ids 7 and 6), set
+    # right after the MTE1 copy that last read it
+    assert rep.pairs == 12 and rep.events_used[("MTE2", "MTE1")] == 2
+    lines = body_lines(nodes)
+    assert lines.index("set_flag MTE1, MTE2, 7") < lines.index("mov.l1.l0b l0b[0], l1[1024], 1, 1024, 0, 0")
     x, y = run(nodes)
     a, b = x[:256].reshape(16, 16), x[256:512].reshape(16, 16)
     np.testing.assert_allclose(y[:256].reshape(16, 16), a @ b + 1, rtol=1e-5)

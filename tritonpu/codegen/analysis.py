@@ -125,11 +125,12 @@ class Analysis:
                 self.span[id(op)] = (start, end)
                 for res in op.results:
                     self.defined[id(res)] = end
-                if op.name in ("load_tile", "gather_rows") and loops:
+                pipelined = bool(loops) and loops[-1].attrs.get("double_buffer") == "on"
+                if op.name in ("load_tile", "gather_rows") and pipelined:
                     # a tile loaded in a loop keeps its buffer for the rest of the trip, so that the
                     # next trip's load into it waits only for the reads of this one
                     self._trip_end.append((op.result, loops[-1]))
-                if op.name in ("store_tile", "scatter_rows") and loops and op.operands[-1 if op.name ==
+                if op.name in ("store_tile", "scatter_rows") and pipelined and op.operands[-1 if op.name ==
                                                                                    "store_tile" else 3].type.is_block:
                     # likewise a tile being stored: the next trip computes into another buffer
                     # instead of waiting for this store to drain
@@ -175,7 +176,8 @@ class Analysis:
             if carried is not None:
                 loop, j = carried
                 arg, res = loop.regions[0].args[1 + j], loop.results[j]
-                if not self.users.get(id(res)) and self._dot_operand_only(arg, seen):
+                if self._dot_operand_only(arg, seen) and (not self.users.get(id(res))
+                                                         or self._dot_operand_only(res, seen)):
                     continue
             return False
         return True
@@ -209,7 +211,9 @@ class Analysis:
         term = body.terminator
         for i, (init, arg) in enumerate(zip(op.operands[3:], body.args[1:])):
             y = term.operands[i]
-            if self.home.get(id(init)) == L1 and self.home.get(id(y)) == L1 and not self.users.get(id(op.results[i])):
+            res = op.results[i]
+            if self.home.get(id(init)) == L1 and self.home.get(id(y)) == L1 and \
+                    (not self.users.get(id(res)) or self._dot_operand_only(res)):
                 self.home[id(arg)] = L1
                 self.home[id(op.results[i])] = L1
                 for u, _ in self.users.get(id(arg), []):

@@ -55,6 +55,9 @@ class Loop:
     """``for reg, start, end, step`` ... ``endfor``; ``head`` is the ``for`` instruction."""
     head: Instr
     body: list = field(default_factory=list)
+    # flags may be set in one trip for the next (set before the loop, drained after it); off for
+    # a loop that is not rendered as one (the programs a core runs in turn)
+    carry_flags: bool = True
 
 
 @dataclass

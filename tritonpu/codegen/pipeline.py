@@ -60,7 +60,7 @@ def compile_npu(ir_text: str, options: dict | None = None, print_after=None) -> 
     header, nodes = em.run()
     # Analyse the body as the loop it is: a core runs its programs one after another, so hazards
     # from one program into the next are synced exactly like loop-carried ones.
-    program_loop = Loop(Instr("for s63, 0, 1, 1", "S"), nodes)
+    program_loop = Loop(Instr("for s63, 0, 1, 1", "S"), nodes, carry_flags=False)
     report = insert_sync([program_loop])
     lines = header + render(program_loop.body)
     text = "\n".join(lines) + "\n"

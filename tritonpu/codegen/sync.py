@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 
 from tritonpu.isa import PIPES
 
-from .asmlist import Access, If, Instr, Loop, While
+from .asmlist import Access, If, Instr, Loop, While, walk
 
 _SYNC_PREFIXES = ("set_flag", "wait_flag", "barrier")
 
@@ -127,24 +127,42 @@ class _Pass:
             raise ValueError("max_events must be at least 1")
         self.max_events = max_events
         self.report = SyncReport()
+        self.reserved: dict = {}     # (src, dst) -> {event ids held by loop-carried pairs}
+        self.carried: dict = {}      # id(Loop) -> {(src, dst, ev)} to pre-set before / drain after it
 
     # ---- structure ------------------------------------------------------------------------------
-    def block(self, nodes: list, st: _State, emit: bool) -> _State:
-        """Run ``nodes`` from state ``st``; with ``emit``, insert the syncs into the list."""
+    def block(self, nodes: list, st: _State, emit: bool, loop: Loop | None = None) -> _State:
+        """Run ``nodes`` from state ``st``; with ``emit``, insert the syncs into the list.  ``loop``:
+        the Loop whose body ``nodes`` is (its straight-line runs run on every trip)."""
         out: list = []
         seg = None                                  # the current straight-line run of Instrs
-        for n in nodes:
+        body_ids = {id(i) for i in walk(loop.body)} if loop is not None else set()
+        for j, n in enumerate(nodes):
             if isinstance(n, Instr):
                 if seg is None:
-                    seg = _Segment(self, st)
+                    run = []
+                    for m in nodes[j:]:
+                        if not isinstance(m, Instr):
+                            break
+                        run.append(m)
+                    seg = _Segment(self, st, run if loop is not None else None, loop, body_ids)
                 seg.instr(n)
                 continue
             if seg is not None:
                 out += seg.flush(emit)
                 seg = None
-            out.append(n)
             if isinstance(n, Loop):
                 st = self.loop(n, st, emit)
+                pairs = sorted(self.carried.get(id(n), ()))
+                # the first trip's waits find their flags set before the loop; the last trip's
+                # flags are consumed after it
+                out += [Instr(f"set_flag {a}, {b}, {e}", a) for a, b, e in pairs]
+                out.append(n)
+                out += [Instr(f"wait_flag {a}, {b}, {e}", b) for a, b, e in pairs]
+                continue
+            out.append(n)
+            if isinstance(n, Loop):
+                pass
             elif isinstance(n, If):
                 st = self.block(n.test, st, emit)
                 st = self.block(n.then, st.copy(), emit).join(self.block(n.orelse, st.copy(), emit))
@@ -159,9 +177,10 @@ class _Pass:
         return st
 
     def loop(self, n: Loop, entry: _State, emit: bool) -> _State:
-        head = self._fixpoint(entry, lambda s: self.block(n.body, s.copy(), False))
+        ctx = n if n.carry_flags else None
+        head = self._fixpoint(entry, lambda s: self.block(n.body, s.copy(), False, ctx))
         if emit:
-            self.block(n.body, head.copy(), True)
+            self.block(n.body, head.copy(), True, ctx)
         return head                                 # exit at the head: after 0 or more trips
 
     def while_(self, n: While, entry: _State, emit: bool) -> _State:
@@ -187,13 +206,21 @@ class _Segment:
     """A straight-line run of instructions: state snapshots per position so a ``set_flag`` can be
     placed right after its producer, and per-(src, dst) event intervals to allocate ids."""
 
-    def __init__(self, p: _Pass, st: _State):
+    def __init__(self, p: _Pass, st: _State, run=None, loop=None, body_ids=()):
         self.p, self.st = p, st                     # st is updated in place (shared with caller)
+        # in a loop body: this run executes every trip, so a producer later in it (last trip's
+        # instance) can set its flag right after itself for the next trip (loop-carried pair)
+        self.run = run
+        self.loop = loop
+        self.body_ids = body_ids
+        self.pos_of = {id(x): j for j, x in enumerate(run)} if run else {}
         self.instrs: list[Instr] = []
         self.before: list[list[Instr]] = []         # syncs inserted before instruction i
         self.after: list[list[Instr]] = []          # set_flags inserted after instruction i
         self.known: list[set] = []                  # known(pipe of i) right after issuing i
         self.issued: dict = {}                      # record key -> position issued in this run
+        self.base = 0                               # run positions are segment positions
+        self.carried_sets: dict = {}                # position -> loop-carried set_flags after it
         self.busy: dict = {}                        # (src, dst) -> [(event, start, end)]
         self.tick = 0
 
@@ -231,18 +258,59 @@ class _Segment:
             if ev is not None:
                 later = {key for key, pos in self.issued.items() if pos > k}
                 return src, k, ev, self.known[k] - later
+        elif self.run is not None:
+            carried = self._carried_plan(src, need, i)
+            if carried is not None:
+                return carried
         return src, None, None, self.st.known(src)
+
+    def _carried_plan(self, src: str, need: set, i: int):
+        """A producer of the previous trip later in this run: its flag is set right after it."""
+        base = self.base + i
+        ahead = [self.pos_of[k[0]] for k in need if self.st.recs[k].pipe == src and k[0] in self.pos_of
+                 and self.pos_of[k[0]] > base]
+        if not ahead or any(k[0] in self.body_ids and k[0] not in self.pos_of for k in need
+                            if self.st.recs[k].pipe == src):
+            return None
+        kk = max(ahead)
+        dst = self.instrs[i].pipe
+        ev = self._carried_event(src, dst, kk)
+        if ev is None:
+            return None
+        # covered: src's records from (i, kk] of this run (last trip) and those from before the loop
+        keys = {key for key in self.st.known(src) | need
+                if self.st.recs[key].pipe == src and
+                ((key[0] in self.pos_of and base < self.pos_of[key[0]] <= kk) or key[0] not in self.body_ids)}
+        return src, ("carried", kk), ev, keys
+
+    def _carried_event(self, src, dst, kk):
+        held = self.p.reserved.setdefault((src, dst), {})
+        key = (id(self.loop), kk)
+        if key in held.values():
+            return next(e for e, v in held.items() if v == key)
+        for e in range(self.p.max_events - 1, 0, -1):
+            if e not in held:
+                held[e] = key
+                self.p.carried.setdefault(id(self.loop), set()).add((src, dst, e))
+                return e
+        return None
 
     def _free(self, src, k, i):
         dst = self.instrs[i].pipe
         start, end = (k, 1, self.tick + 1), (i, 0, self.tick + 2)
         used = {e for e, a, b in self.busy.get((src, dst), ()) if not (b < start or end < a)}
+        used |= set(self.p.reserved.get((src, dst), {}))
         return next((e for e in range(self.p.max_events) if e not in used), None)
 
     def _apply(self, plan, dst: str, i: int):
         src, k, ev, keys = plan
+        if isinstance(k, tuple):    # loop-carried: set after the producer, for the next trip
+            self.carried_sets.setdefault(k[1], []).append(Instr(f"set_flag {src}, {dst}, {ev}", src))
+            self.before[i].append(Instr(f"wait_flag {src}, {dst}, {ev}", dst))
+            self.st.cover(dst, keys)
+            return
         if k is None:               # every earlier flag of this run was waited for: any id is free
-            ev = 0
+            ev = next(e for e in range(self.p.max_events) if e not in self.p.reserved.get((src, dst), {}))
             start = self._pos(i, 0)
             self.before[i].append(Instr(f"set_flag {src}, {dst}, {ev}", src))
         else:
@@ -255,7 +323,8 @@ class _Segment:
 
     def flush(self, emit: bool) -> list:
         out = []
-        for ins, b, a in zip(self.instrs, self.before, self.after):
+        for j, (ins, b, a) in enumerate(zip(self.instrs, self.before, self.after)):
+            a = a + self.carried_sets.get(self.base + j, [])
             out += b + [ins] + a
             if emit:
                 for s in b + a:

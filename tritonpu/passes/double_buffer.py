@@ -4,9 +4,10 @@ Guarantees: in a ``for`` loop with a positive step, every ``load_tile``/``gather
 of the body whose address (pointer, strides, extents) is computed from the induction variable,
 loop-invariant values and carried scalars whose next value is computed the same way, is
 prefetched: the loop is unrolled by two; before it, the first trip's tiles are loaded into
-buffer A (carried); each double trip loads trip i+1's tiles into buffer B before trip i's work,
-runs trip i on A, loads trip i+2's tiles back into A (carried to the next double trip) and runs
-trip i+1 on B when it exists.  A prefetch for a trip that does not exist reads nothing (its first
+buffer A (carried); each pair of trips loads trip i+1's tiles into buffer B before trip i's work,
+runs trip i on A, loads trip i+2's tiles back into A (carried to the next pair) and runs trip i+1
+on B — straight-line code, so the sync pass can set each flag right after its transfer; an odd
+trip count leaves one trip, run after the loop on the tiles already in A.  A prefetch for a trip that does not exist reads nothing (its first
 valid extent is 0), so no address outside the program's own accesses is touched, and every trip
 computes, reads and writes exactly what it did before.  MTE2 then brings trip i+1 while the vector
 unit and the cube work on trip i and MTE3 drains trip i-1; the sync pass orders the two buffers.
@@ -131,8 +132,8 @@ class DoubleBuffer(Pass):
         region = op.parent
         saved = list(region.ops)
         new_ops = self._rewrite(lp, loads, nexts)
-        loop = new_ops[-1]
-        _replace_all_uses(fn, op.results, loop.results)
+        rest = new_ops[-1]
+        _replace_all_uses(fn, op.results, rest.results)
         i = region.ops.index(op)
         region.ops[i:i + 1] = new_ops
         for o in new_ops:
@@ -142,7 +143,7 @@ class DoubleBuffer(Pass):
             plan(fn)
         except CompilationError as e:
             region.ops = saved
-            _replace_all_uses(fn, loop.results, op.results)
+            _replace_all_uses(fn, rest.results, op.results)
             reason = str(e).split("error: ", 1)[-1].split(" at once")[0]
             op.attrs["double_buffer"] = f"off: {reason} with two buffers per load"
 
@@ -190,7 +191,8 @@ class DoubleBuffer(Pass):
         first = exists(lb, out)
         xa0 = load_at(lb, {id(a): v for a, v in zip(lp.iters, inits)}, first, out)
         two = mk("mul", [step, mk("constant", [], step.type, out, value=2)], step.type, out)
-        # the double trip
+        last_pair = mk("sub", [ub, step], ub.type, out)      # a pair starts at iv when iv + step < ub
+        # the pair of trips iv (on A) and iv + step (on B), straight-line
         body: list = []
         iv = Value(lp.iv.type, lp.iv.name)
         iters = [Value(a.type, a.name) for a in lp.iters]
@@ -208,29 +210,40 @@ class DoubleBuffer(Pass):
         ok2 = exists(iv2, body)
         nxt2 = next_iters(iv1, x1, body)
         xa2 = load_at(iv2, nxt2, ok2, body)
-        # the odd trip, when it exists
         m2 = {id(lp.iv): iv1, **{id(a): v for a, v in zip(lp.iters, x1)},
               **{id(ld.result): x for ld, x in zip(loads, xb)}}
-        then: list = []
-        _clone(lp.body.ops[:-1], m2, then, skip)
-        then.append(Op("yield", [m2.get(id(y), y) for y in lp.term.operands], [], loc=loc))
-        orelse = [Op("yield", list(x1), [], loc=loc)]
-        regions = [Region([], then), Region([], orelse)]
-        for r in regions:
-            for o in r.ops:
-                o.parent = r
-        odd = Op("if", [ok1], [a.type for a in lp.iters], regions=regions, loc=loc)
-        body.append(odd)
-        body.append(Op("yield", list(odd.results) + xa2, [], loc=loc))
+        _clone(lp.body.ops[:-1], m2, body, skip)
+        body.append(Op("yield", [m2.get(id(y), y) for y in lp.term.operands] + xa2, [], loc=loc))
         new_region = Region([iv] + iters + xa, body)
         for o in body:
             o.parent = new_region
-        loop = Op("for", [lb, ub, two] + list(inits) + xa0, [a.type for a in lp.iters] + [x.type for x in xa],
-                  dict(op.attrs), [new_region], loc)
+        loop = Op("for", [lb, last_pair, two] + list(inits) + xa0,
+                  [a.type for a in lp.iters] + [x.type for x in xa], dict(op.attrs), [new_region], loc)
         loop.attrs["double_buffer"] = "on"
-        for a, b in zip(op.results, loop.results):
+        out.append(loop)
+        # an odd trip count leaves one trip, its tiles already in A: iv = lb + pairs * 2 * step
+        span = mk("sub", [last_pair, lb], lb.type, out)
+        span = mk("maximum", [span, mk("constant", [], lb.type, out, value=0)], lb.type, out)
+        pairs = mk("div", [mk("add", [span, mk("sub", [two, mk("constant", [], lb.type, out, value=1)],
+                                                lb.type, out)], lb.type, out), two], lb.type, out)
+        iv_r = mk("add", [lb, mk("mul", [pairs, two], lb.type, out)], lb.type, out)
+        ok_r = exists(iv_r, out)
+        xs = list(loop.results[:len(lp.iters)])
+        tail = list(loop.results[len(lp.iters):])
+        m3 = {id(lp.iv): iv_r, **{id(a): v for a, v in zip(lp.iters, xs)},
+              **{id(ld.result): x for ld, x in zip(loads, tail)}}
+        then: list = []
+        _clone(lp.body.ops[:-1], m3, then, skip)
+        then.append(Op("yield", [m3.get(id(y), y) for y in lp.term.operands], [], loc=loc))
+        regions = [Region([], then), Region([], [Op("yield", xs, [], loc=loc)])]
+        for r in regions:
+            for o in r.ops:
+                o.parent = r
+        rest = Op("if", [ok_r], [a.type for a in lp.iters], regions=regions, loc=loc)
+        for a, b in zip(op.results, rest.results):
             b.name = a.name
-        return out + [loop]
+        out.append(rest)
+        return out
 
 
 def _first_valid_index(ld: Op) -> int:
