@@ -221,20 +221,31 @@ class Analysis:
                         self.home[id(u.result)] = L1
 
     def _l0c_carries(self, op: Op) -> None:
+        """Accumulators a loop keeps in L0C: the carried value is the ``acc`` of a dot whose result
+        is the ``acc`` of the next dot ... whose result is yielded (one dot per trip, or two when
+        the loop was unrolled by double buffering), starting from zeros."""
         body = op.regions[0]
         term = body.terminator
         for i, (init, arg) in enumerate(zip(op.operands[3:], body.args[1:])):
             if not arg.type.is_block or str(arg.type.scalar) not in ("f32", "i32") or _const_value(init) != 0:
                 continue
-            uses = self.users.get(id(arg), [])
-            if len(uses) != 1 or uses[0][0].name != "dot" or uses[0][1] != 2 or uses[0][0].parent is not body:
-                continue
-            dot = uses[0][0]
-            if self.users.get(id(dot.result), []) != [(term, i)]:
+            chain, v = [], arg
+            while True:
+                uses = self.users.get(id(v), [])
+                if len(uses) != 1:
+                    break
+                u, k = uses[0]
+                if u.name == "dot" and k == 2 and u.parent is body:
+                    chain.append(u)
+                    v = u.result
+                    continue
+                break
+            if not chain or self.users.get(id(v), []) != [(term, i)]:
                 continue
             self.home[id(arg)] = L0C
-            self.home[id(dot.result)] = L0C
-            self.l0c_loops.setdefault(id(op), {})[i] = dot
+            for d in chain:
+                self.home[id(d.result)] = L0C
+            self.l0c_loops.setdefault(id(op), {})[i] = chain
 
     # ---- homes -------------------------------------------------------------------------------------
     def _homes(self, fn: Function) -> None:
@@ -327,9 +338,10 @@ class Analysis:
                     continue
             if op.name == "for":
                 for i, (a, r) in enumerate(zip(op.regions[0].args[1:], op.results)):
-                    dot = self.l0c_loops.get(id(op), {}).get(i)
-                    if dot is not None:
-                        merge(group(a), dot.result)     # accumulated in place in L0C
+                    chain = self.l0c_loops.get(id(op), {}).get(i)
+                    if chain is not None:
+                        for dot in chain:
+                            merge(group(a), dot.result)     # accumulated in place in L0C
                         group(r)
                     else:
                         merge(group(a), r)
