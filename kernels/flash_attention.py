@@ -8,7 +8,7 @@ import numpy as np
 
 import tritonpu
 import tritonpu.language as tl
-from tritonpu.testing import report
+from tritonpu.testing import double_buffer_report, report
 
 
 @tritonpu.jit
@@ -66,6 +66,8 @@ def main(heads: int = 2, seq: int = 200, d: int = 64, seed: int = 0) -> bool:
         out, h = attention(q, k, v)
         ok &= report(f"attention {np.dtype(dtype).name} heads={heads} seq={seq} d={d}", h, out,
                      reference(q, k, v), atol=tol, rtol=tol)
+        double_buffer_report(f"attention {np.dtype(dtype).name}", h,
+                             lambda **o: attention(q, k, v, **o)[1])  # noqa: B023
     return ok
 
 

@@ -7,7 +7,7 @@ import numpy as np
 
 import tritonpu
 import tritonpu.language as tl
-from tritonpu.testing import report
+from tritonpu.testing import double_buffer_report, report
 
 
 @tritonpu.jit
@@ -35,7 +35,9 @@ def main(vocab: int = 5000, dim: int = 200, n: int = 1000, seed: int = 0) -> boo
     table = rng.standard_normal((vocab, dim), dtype=np.float32)
     idx = rng.integers(0, vocab, n).astype(np.int32)
     out, h = gather(table, idx)
-    return report(f"gather {n} rows of {vocab}x{dim}", h, out, table[idx])
+    ok = report(f"gather {n} rows of {vocab}x{dim}", h, out, table[idx])
+    double_buffer_report("gather", h, lambda **o: gather(table, idx, **o)[1])
+    return ok
 
 
 if __name__ == "__main__":

@@ -7,7 +7,7 @@ import numpy as np
 
 import tritonpu
 import tritonpu.language as tl
-from tritonpu.testing import report
+from tritonpu.testing import double_buffer_report, report
 
 
 @tritonpu.jit
@@ -61,7 +61,9 @@ def main(rows: int = 64, cols: int = 1500, seed: int = 0) -> bool:
     w = rng.standard_normal(cols, dtype=np.float32)
     b = rng.standard_normal(cols, dtype=np.float32)
     y, mean, rstd, h = layernorm(x, w, b)
-    return report(f"layernorm {rows}x{cols}", h, y, reference(x, w, b), atol=1e-4, rtol=1e-4)
+    ok = report(f"layernorm {rows}x{cols}", h, y, reference(x, w, b), atol=1e-4, rtol=1e-4)
+    double_buffer_report("layernorm", h, lambda **o: layernorm(x, w, b, **o)[3])
+    return ok
 
 
 if __name__ == "__main__":

@@ -7,7 +7,7 @@ import numpy as np
 
 import tritonpu
 import tritonpu.language as tl
-from tritonpu.testing import report
+from tritonpu.testing import double_buffer_report, report
 
 
 @tritonpu.jit
@@ -61,6 +61,7 @@ def main(M: int = 200, N: int = 136, K: int = 100, seed: int = 0) -> bool:
     c16, h16 = matmul(a16, b16, np.float32)
     ok &= report(f"matmul fp16->fp32 {M}x{N}x{K}", h16, c16, a16.astype(np.float64) @ b16.astype(np.float64),
                  atol=1e-3, rtol=1e-3)
+    double_buffer_report("matmul fp16->fp32", h16, lambda **o: matmul(a16, b16, np.float32, **o)[1])
     return ok
 
 

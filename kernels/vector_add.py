@@ -6,7 +6,7 @@ import numpy as np
 
 import tritonpu
 import tritonpu.language as tl
-from tritonpu.testing import report
+from tritonpu.testing import double_buffer_report, report
 
 
 @tritonpu.jit
@@ -32,7 +32,9 @@ def main(n: int = 98_432, seed: int = 0) -> bool:
     x = rng.standard_normal(n, dtype=np.float32)
     y = rng.standard_normal(n, dtype=np.float32)
     out, handle = add(x, y)
-    return report(f"vector_add n={n}", handle, out, x + y)
+    ok = report(f"vector_add n={n}", handle, out, x + y)
+    double_buffer_report("vector_add", handle, lambda **o: add(x, y, **o)[1])
+    return ok
 
 
 if __name__ == "__main__":

@@ -55,6 +55,19 @@ def report(name: str, handle, actual, expected, atol=None, rtol=None) -> bool:
     return ok
 
 
+def double_buffer_report(name: str, handle, rerun) -> float | None:
+    """Print the cycles of an NPU launch next to those of ``rerun(double_buffer=False)`` (the same
+    launch compiled without double buffering); returns the ratio (None off the NPU)."""
+    stats = getattr(handle, "stats", None)
+    if stats is None or not hasattr(stats, "cycles") or handle.backend != "npu":
+        return None
+    off = rerun(double_buffer=False)
+    ratio = off.stats.cycles / stats.cycles if stats.cycles else 0.0
+    print(f"{name}: {stats.cycles} cycles with double buffering, {off.stats.cycles} without "
+          f"({ratio:.2f}x fewer)")
+    return ratio
+
+
 def filecheck(text: str, checks: str) -> None:
     """A small FileCheck: ``CHECK:`` finds the pattern on a later line, ``CHECK-NEXT:`` on the
     very next line, ``CHECK-NOT:`` asserts the pattern is absent until the next match. Patterns

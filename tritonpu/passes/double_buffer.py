@@ -75,9 +75,11 @@ class _Loop:
             ok = keep
 
     def candidates(self, nexts) -> list:
+        """Loads to prefetch; not the first-trip loads of an inner pipelined loop (already ahead)."""
+        inits = {id(v) for o in self.body.ops if o.name == "for" for v in o.operands[3:]}
         out = []
         for o in self.body.ops:
-            if o.name in _LOADS and self.slice(o.operands, nexts) is not None:
+            if o.name in _LOADS and id(o.result) not in inits and self.slice(o.operands, nexts) is not None:
                 out.append(o)
         return out
 
@@ -115,7 +117,8 @@ class DoubleBuffer(Pass):
     name = "double-buffer"
 
     def run(self, fn: Function) -> None:
-        for op in [o for o in fn.walk() if o.name == "for"]:
+        # inner loops first: an outer loop's unrolled copies then carry the pipelined inner loops
+        for op in reversed([o for o in fn.walk() if o.name == "for"]):
             if op.attrs.get("double_buffer"):
                 continue
             self._loop(fn, op)

@@ -26,6 +26,9 @@ def add_run_command(sub) -> None:
     p.add_argument("--emit-isa", action="store_true", help="print the NPU assembly of each kernel (once per kernel)")
     p.add_argument("--profile", action="store_true",
                    help="print the virtual NPU's profile of every launch: cycles, pipes, bytes, roofline")
+    p.add_argument("--no-double-buffer", action="store_true",
+                   help="compile NPU kernels without double buffering (to compare cycles; sets "
+                        "TRITONPU_DOUBLE_BUFFER=0)")
     p.add_argument("--no-sanitize", action="store_true",
                    help="run the virtual NPU without the race/bounds sanitizer (faster)")
     p.add_argument("--backend", choices=["ref", "cpu", "npu"],
@@ -87,6 +90,8 @@ def run_command(args) -> int:
             return 2
     if args.no_sanitize:
         os.environ["TRITONPU_SANITIZE"] = "0"
+    if args.no_double_buffer:
+        os.environ["TRITONPU_DOUBLE_BUFFER"] = "0"
     if getattr(args, "check", False):
         os.environ["TRITONPU_CHECK"] = "1"
     listener = _printer(args)
