@@ -55,6 +55,8 @@ class Emitter(ScalarEmitter, VectorEmitter, MemoryEmitter, CubeEmitter):
         self.scratch_base = self.scratch_top = self.scratch_high = int(fn.attrs.get("ub_peak", 0))
         self.notes: list[str] = []
         self.params: list[str] = []
+        self.prologue: list = []        # instructions run once at the kernel's start (constant rows)
+        self.reserved_top = self.ub_cap  # UB reserved from the top for kernel-wide constants
 
     # ---- entry ---------------------------------------------------------------------------------------
     def run(self) -> tuple[list[str], list]:
@@ -72,7 +74,7 @@ class Emitter(ScalarEmitter, VectorEmitter, MemoryEmitter, CubeEmitter):
                 self.home[id(a)] = Reg(name)
             self.params.append(name)
         self.region(self.fn.body.ops)
-        return header, self.out
+        return header, self.prologue + self.out
 
     def region(self, ops) -> None:
         outer_temps, outer_scratch, outer_op = self.temp_regs, self.scratch_top, self.op
@@ -153,6 +155,15 @@ class Emitter(ScalarEmitter, VectorEmitter, MemoryEmitter, CubeEmitter):
         return Reg(r)
 
     # ---- UB -----------------------------------------------------------------------------------------
+    def reserve_ub(self, nbytes: int) -> int:
+        """UB for the whole kernel, taken from the top (constant rows)."""
+        align = self.m.align["ub"]
+        self.reserved_top -= (nbytes + align - 1) // align * align
+        if self.reserved_top < self.scratch_high:
+            self.fail("the kernel's tiles and constants do not fit the Unified Buffer; use smaller blocks")
+        self.ub_cap = self.reserved_top
+        return self.reserved_top
+
     def scratch(self, nbytes: int, persistent: bool = False) -> int:
         align = self.m.align["ub"]
         at = self.scratch_top

@@ -65,15 +65,7 @@ class MemoryEmitter:
         if dst.space == "l1":
             # a dot operand straight into L1; rows past the valid ones get `other` from a UB row
             if not full_rows:
-                row = Tile.dense(self.scratch(cols * es), dst.dtype, (cols,), es)
-                partial = self.temp_reg()
-                self.emit(f"cmp.lt {partial}, {rows_valid}, {rows}", "S")
-
-                def fill():
-                    self.vfill(row, pad)
-                    self.emit(f"mov.ub.l1 l1[{dst.addr}], ub[{row.addr}], {rows}, {cols * es}, 0, {cols * es}",
-                              "MTE3", [self.acc(row)], writes)
-                self.guarded(partial, fill)
+                self.pad_rows_l1(dst, rows_valid, rows, cols, es, pad, writes)
             valid = "" if self.const(cols_valid, cols) else f", valid={self.mul_imm(cols_valid, es)}, pad={pad}"
             self.emit(f"mov.gm.l1.{dst.dtype} l1[{dst.addr}], {param}[{base}], {rows_valid}, {cols * es}, "
                       f"{self.mul_imm(s_row, es)}, {cols * es}{valid}", "MTE2", reads, writes)
@@ -104,6 +96,44 @@ class MemoryEmitter:
         self.row_loop(rows_valid, lambda i, g, u: self.emit(
             f"mov.gm.ub.{dst.dtype} ub[{u}+{dst.addr}], {param}[{g}], {cols_valid}, {es}, {src_stride}, {es}",
             "MTE2", reads, writes), base, self.mul_imm(s_row, es), cols * es)
+
+    def pad_rows_l1(self, dst, rows_valid, rows, cols, es, pad, writes) -> None:
+        """Rows rows_valid..rows of an L1 tile get `pad` from a UB row (MTE3): straight-line code,
+        moving no segment when every row is valid."""
+        row_bytes = cols * es
+        row = self.const_row(dst.dtype, cols, es, pad)
+        if row_bytes % self.m.align["l1"] or not isinstance(pad, Imm):
+            partial = self.temp_reg()
+            self.emit(f"cmp.lt {partial}, {rows_valid}, {rows}", "S")
+
+            def fill():
+                if not isinstance(pad, Imm):
+                    self.vfill(row, pad)
+                self.emit(f"mov.ub.l1 l1[{dst.addr}], ub[{row.addr}], {rows}, {row_bytes}, 0, {row_bytes}",
+                          "MTE3", [self.acc(row)], writes)
+            self.guarded(partial, fill)
+            return
+        n, at = self.temp_reg(), self.temp_reg()
+        self.emit(f"sub {n}, {rows}, {rows_valid}", "S")
+        self.emit(f"mul {at}, {rows_valid}, {row_bytes}", "S")
+        self.emit(f"mov.ub.l1 l1[{at}+{dst.addr}], ub[{row.addr}], {n}, {row_bytes}, 0, {row_bytes}", "MTE3",
+                  [self.acc(row)], writes)
+
+    def const_row(self, dtype, cols, es, pad) -> Tile:
+        """A UB row of `cols` elements equal to the immediate `pad`, filled once at the kernel's start
+        (a register pad gets a fresh row, filled by the caller)."""
+        if not isinstance(pad, Imm):
+            return Tile.dense(self.scratch(cols * es), dtype, (cols,), es)
+        rows = self.__dict__.setdefault("_const_rows", {})
+        key = (dtype, cols, str(pad))
+        if key not in rows:
+            t = Tile.dense(self.reserve_ub(cols * es), dtype, (cols,), es)
+            saved, self.out = self.out, []
+            self.vfill(t, pad)
+            self.prologue.extend(self.out)
+            self.out = saved
+            rows[key] = t
+        return rows[key]
 
     def row_loop(self, nrows, body, gm_base, gm_row_bytes, ub_row_bytes) -> None:
         """for i in range(nrows): body(i, gm_address_reg, ub_offset_reg)."""

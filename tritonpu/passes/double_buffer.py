@@ -8,7 +8,8 @@ buffer A (carried); each pair of trips loads trip i+1's tiles into buffer B befo
 runs trip i on A, loads trip i+2's tiles back into A (carried to the next pair) and runs trip i+1
 on B — straight-line code, so the sync pass can set each flag right after its transfer; an odd
 trip count leaves one trip, run after the loop on the tiles already in A.  A prefetch for a trip that does not exist reads nothing (its first
-valid extent is 0), so no address outside the program's own accesses is touched, and every trip
+valid extent along the last dimension is 0, the others full), so no address outside the
+program's own accesses is touched, and every trip
 computes, reads and writes exactly what it did before.  MTE2 then brings trip i+1 while the vector
 unit and the cube work on trip i and MTE3 drains trip i-1; the sync pass orders the two buffers.
 When the on-chip space does not allow the second buffers the loop is left as it is and marked
@@ -174,10 +175,12 @@ class DoubleBuffer(Pass):
             res = []
             for ld in loads:
                 n = _clone_op(ld, m)
-                k = _first_valid_index(ld)
-                v0 = n.operands[k]
-                zero = mk("constant", [], v0.type, into, value=0)
-                n.operands[k] = mk("select", [ok, v0, zero], v0.type, into)
+                # a trip that does not exist reads nothing: its last valid extent is 0; the others
+                # are full, so no fill is needed either (the tile is all pad and never used)
+                for k, full in _extents(ld):
+                    v = n.operands[k]
+                    alt = mk("constant", [], v.type, into, value=full)
+                    n.operands[k] = mk("select", [ok, v, alt], v.type, into)
                 into.append(n)
                 res.append(n.result)
             return res
@@ -249,11 +252,13 @@ class DoubleBuffer(Pass):
         return out
 
 
-def _first_valid_index(ld: Op) -> int:
+def _extents(ld: Op) -> list:
+    """(operand index, value for a trip that does not exist) of each valid extent of a load."""
     if ld.name == "gather_rows":
-        return 2                     # valid_cols
-    rank = len(ld.result.type.shape)
-    return 1 + rank                  # load_tile(ptr, strides[rank], valids[rank], ...)
+        return [(2, 0)]                                  # valid_cols
+    shape = ld.result.type.shape
+    rank = len(shape)
+    return [(1 + rank + d, 0 if d == rank - 1 else shape[d]) for d in range(rank)]
 
 
 def _replace_all_uses(fn: Function, old, new) -> None:
