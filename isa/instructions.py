@@ -40,7 +40,9 @@ COST_RULES = {
     "scalar_mem": "1 cycle; a GM access adds the preset's scalar_gm_latency (200) to the scalar unit.",
     "control": "1 cycle on the scalar unit; taken or not.",
     "sync": "1 cycle on the pipe it is issued into (set_flag: SRC, wait_flag: DST, barrier: that pipe "
-            "or every pipe); wait_flag starts no earlier than the matching set_flag fired.",
+            "or every pipe); wait_flag starts no earlier than the matching set_flag fired; a "
+            "set_flag fires no earlier than SRC's transfers have landed, and a barrier waits for "
+            "them too.",
     "vector": "rows * ceil(cols*elem_bytes/256) repeats, 1 cycle each (elem_bytes: the widest operand type).",
     "vector_slow": "rows * ceil(cols*elem_bytes/256) repeats, 2 cycles each.",
     "vector_reduce": "rows * ceil(cols*elem_bytes/256) repeats + ceil(log2(n)) steps, n the reduced "
@@ -48,8 +50,14 @@ COST_RULES = {
     "transfer": "path latency + sum over segments of 32 B beats (GM side: the 32 B granules the "
                 "segment touches; on chip: ceil(bytes/32)) at the path rate, total rounded up; GM "
                 "reads: a beat in a 512 B line not read before in the launch (by an earlier "
-                "transfer or an earlier segment) at DDR 32 B/cycle, else at L2 110 B/cycle.",
-    "gather": "as transfer, one segment per row (masked-off rows move nothing).",
+                "transfer or an earlier segment) at DDR 32 B/cycle, else at L2 110 B/cycle. "
+                "The latency is pipelined: the pipe is busy only for the rest (the beats, at "
+                "least 1 cycle) and takes its next instruction then, while the data lands "
+                "latency cycles later (a single transfer still completes after the whole cost; "
+                "back-to-back transfers on one pipe overlap their latencies).",
+    "gather": "as transfer, one segment per row (masked-off rows move nothing); it reads its "
+              "indices (and mask) at its start, so it starts no earlier than the transfers of "
+              "its own pipe that write them have landed.",
     "mmad": "ceil(m/16) * ceil(n/16) * ceil(k/K0) cycles, K0 = 16 f16/bf16, 8 f32, 32 i8; "
             "m*k*n MACs count for the roofline.",
 }

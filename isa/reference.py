@@ -68,8 +68,15 @@ Example:
 Instructions execute functionally in program order; timing is computed alongside. The scalar
 unit issues one instruction per cycle in program order; an instruction on pipe P starts at
 max(its issue cycle, the end of P's previous instruction) and — for `wait_flag` — the cycle its
-flag fired; `barrier all` waits for every pipe. Each pipe is in order; pipes overlap. A core's
-cycles are when its last pipe finishes; a launch takes as long as its slowest core. Grid programs
+flag fired; `barrier all` waits for every pipe. Each pipe is in order; pipes overlap. A
+transfer's fixed path latency is pipelined: the transfer holds its pipe only for its beats (its
+cost minus the latency, at least 1 cycle), so the pipe starts its next instruction then, while
+the data lands `latency` cycles later. A single transfer still completes its whole cost after it
+starts, but back-to-back transfers on one pipe overlap their latencies, and a pipe's busy cycles
+exclude them. `set_flag P, Q` fires at the later of its own end and the landing of P's last
+transfer; `barrier P` and `barrier all` also wait for the landings; a gather waits for its
+own pipe's transfers that write its indices to land. A core's cycles are when its last pipe
+finishes or its last transfer lands; a launch takes as long as its slowest core. Grid programs
 go round-robin over the cores (program p on core p mod cores); a core runs its programs in turn,
 its pipe clocks, flags and on-chip memory carry over from one program to the next.
 """

@@ -3,20 +3,22 @@
 // mmad on the cube (M) into L0C, and out through FIX with the f32 -> f16 conversion.
 // Separate events for A and B let MTE1 move A into L0A while MTE2 is still loading B.
 //
-// expected cycles: 1775
+// expected cycles: 1573
 //
-// Costs on ascend910b:
-//   GM -> L1 of A (16 KiB): 200 + 16384/32                        712  (MTE2, cycles 0..712)
-//   set MTE2->MTE1 (A)                                              1
-//   GM -> L1 of B^T (16 KiB): 712                                      (MTE2, 713..1425)
-//   set MTE2->MTE1 (B)                                              1  (fires at 1426)
-//   L1 -> L0A of A: 20 + 16384/512 = 52, hidden under B's load         (MTE1, 714..766)
+// Costs on ascend910b (a transfer's fixed latency is pipelined: its pipe is busy only for the
+// beats and takes its next instruction then, the data lands `latency` cycles later, and a
+// set_flag fires once its pipe's transfers have landed):
+//   GM -> L1 of A (16 KiB): 200 + 16384/32 = 712     (MTE2 busy 0..512, lands at 712)
+//   set MTE2->MTE1 (A)                                  (MTE2 512..513, fires at 712)
+//   GM -> L1 of B^T (16 KiB): 712                      (MTE2 busy 513..1025, lands at 1225)
+//   set MTE2->MTE1 (B)                                  (MTE2 1025..1026, fires at 1225)
+//   L1 -> L0A of A: 20 + 16384/512 = 52, hidden under B's load (MTE1, wait 712, 713..765)
 //   wait for B, L1 -> L0B transposed: 1 + 20 + 64 rows x 8 beats x 32/256 = 1 + 84
-//   set MTE1->M, wait                                                1 + 1
+//   set MTE1->M (under L0B's latency, fires when it lands), wait        1
 //   mmad 64x128x64 f16: ceil(64/16) x ceil(64/16) x ceil(128/16) = 4 x 4 x 8 = 128
 //   set M->FIX, wait                                                 1 + 1
 //   FIX L0C -> GM, 64x64 f16 = 8 KiB: 100 + 8192/256                132
-//   1426 + 1 + 84 + 2 + 128 + 2 + 132                          =  1775
+//   1225 + 1 + 84 + 1 + 128 + 2 + 132                          =  1573
 .kernel matmul_tile
 .gm a f16 [64, 128] init=random seed=4          // A: M x K, row-major
 .gm bt f16 [64, 128] init=random seed=5         // B stored transposed: N x K (as nn.Linear)

@@ -3,13 +3,13 @@
 // vector operands broadcast along the row (operand ub[stat, 1, 0]: row stride 1, column
 // stride 0), and the division is one reciprocal of 16 sums plus a multiply.
 //
-// expected cycles: 1476
+// expected cycles: 1475
 //
 // Every core does the same work on distinct rows (all first-touch DDR reads), so the launch
 // takes one core's time. Costs on ascend910b (rows = 16, cols = 256 f32 = 4 repeats per row):
 //   block_idx, mul (scalar issue)                                  2
-//   GM -> UB 16 KiB: 200 + 16384/32                              712
-//   set MTE2->V, wait                                              2
+//   GM -> UB 16 KiB: 200 + 16384/32 (lands at 714)               712
+//   set MTE2->V (on MTE2 at 514, fires when the tile lands), wait  1
 //   vreduce.max: 16 x 4 repeats + log2(256) = 8 steps             72
 //   vsub with the row max broadcast: 16 x 4                       64
 //   vexp: 16 x 4 repeats x 2 cycles                              128
@@ -17,8 +17,8 @@
 //   vrecip of 16 f32 (64 B): 1 repeat x 2 cycles                   2
 //   vmul by 1/sum: 64                                             64
 //   set V->MTE3, wait                                              2
-//   UB -> GM 16 KiB: 100 + 16384/64                              356
-//   2 + 712 + 2 + 72 + 64 + 128 + 72 + 2 + 64 + 2 + 356 =       1476
+//   UB -> GM 16 KiB: 100 + 16384/64 (until it lands)             356
+//   2 + 712 + 1 + 72 + 64 + 128 + 72 + 2 + 64 + 2 + 356 =       1475
 .kernel softmax_rows
 .gm x f32 [64, 256] init=random seed=3
 .gm y f32 [64, 256] init=zeros

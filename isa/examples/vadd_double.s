@@ -2,19 +2,25 @@
 // double-buffered, as Ascend C with BUFFER_NUM = 2: tiles alternate between buffer sets
 // 0 and 1, so MTE2 loads tile i+1 while V adds tile i and MTE3 stores tile i-1.
 //
-// expected cycles: 11841
+// expected cycles: 8839
 //
-// Costs on ascend910b (as in vadd_single.s): load 712, vadd 64, store 356, flags 1.
-// MTE2 is the bottleneck and now never waits: per tile 1 (wait V->MTE2) + 712 + 712
-// + 1 (set MTE2->V) = 1426 cycles, starting at cycle 6 (issue of 4 sets, for, add).
-// After the last tile's loads (6 + 8 x 1426 = 11414):
+// Costs on ascend910b (as in vadd_single.s): load 712 (MTE2 busy 512 beats, the 200 latency
+// pipelined), vadd 64, store 356 (MTE3 busy 256), flags 1.
+// MTE2 is the bottleneck and now never waits: it streams the beats of the loads back to back
+// while their latencies overlap, per tile 1 (wait V->MTE2) + 512 + 512 + 1 (set MTE2->V) = 1026
+// cycles, starting at cycle 6 (issue of 4 sets, for, add). The last tile's wait starts at
+// 6 + 7 x 1026 = 7188, its y lands at 7188 + 1 + 512 + 712 = 8413, then:
 //   V: wait MTE2->V, wait MTE3->V, vadd, set V->MTE2, set V->MTE3  = 1 + 1 + 64 + 1 + 1 = 68
-//   MTE3: wait, store, set                                          = 1 + 356 + 1       = 358
+//   MTE3: wait, store until it lands (set MTE3->V under its latency) = 1 + 356         = 357
 //   V: the final wait MTE3->V                                       = 1
-//   11414 + 68 + 358 + 1                                                                = 11841
-// The single-buffered twin takes 12307: the model predicts the difference exactly as the
-// V chain the double buffer hides on 7 of the 8 tile periods (1493 - 1426 = 67 each) minus
-// the 3 extra issue cycles before the first load here: 7 x 67 - 3 = 466 = 12307 - 11841.
+//   8413 + 68 + 357 + 1                                                                 = 8839
+// The single-buffered twin takes 10698: its tile period is 1292, here 1026. Per tile the
+// double buffer hides y's load latency (200), which the single buffer's V chain must wait for
+// before MTE2 may go on, and that V chain (wait MTE2->V, wait MTE3->V, vadd, set V->MTE2 =
+// 67), and costs its set MTE2->V on MTE2 (1): 200 + 67 - 1 = 266. Both end with the same 1651
+// cycles after the last tile's wait, so the model predicts the difference as 7 of the 8 tile
+// periods minus the 3 extra issue cycles before the first load here:
+// 7 x 266 - 3 = 1859 = 10698 - 8839.
 .kernel vadd_double
 .gm x f32 [32768] init=random seed=1
 .gm y f32 [32768] init=random seed=2

@@ -125,13 +125,18 @@ def test_vector_cost_rules_by_width_and_axis():
 
 
 # ---- transfers: latency + 32 B beats per segment ---------------------------------------------
+# The latency is pipelined: the pipe is busy (and the trace shows the transfer) only for the
+# beats, the pipe takes its next instruction then, and the data lands `latency` cycles later.
 def test_cold_64k_gm_to_ub_costs_200_plus_2048():
     x = np.zeros(16384, np.float32)
-    text = ".param x gm f32\n    mov.gm.ub ub[0], x[0], 1, 65536, 0, 0\n    mov.gm.ub ub[0], x[0], 1, 65536, 0, 0\n"
-    ev, st = durations(text, dict(x=x))
-    assert ev[0][3] == 200 + 2048                             # cold: DDR, 32 B/cycle
-    assert ev[1][3] == 200 + 596                              # again: L2, ceil(2048*32/110)
-    assert st.cycles == 2248 + 796
+    one = ".param x gm f32\n    mov.gm.ub ub[0], x[0], 1, 65536, 0, 0\n"
+    ev, st = durations(one, dict(x=x))
+    assert ev[0][2:] == (0, 2048)                             # cold: DDR, 32 B/cycle beats
+    assert st.cycles == 200 + 2048 and st.pipe_busy["mte2"] == 2048      # lands 200 later
+    ev, st = durations(one + one.split("\n", 1)[1], dict(x=x))
+    assert ev[1][2:] == (2048, 596)                           # again: L2, ceil(2048*32/110),
+    assert st.cycles == 2048 + 596 + 200                      # right after the first's beats
+    assert st.pipe_busy["mte2"] == 2048 + 596
     assert st.bytes_by_path == {"gm->ub": 131072}
     COST_COVERED.update(["mov.gm.ub"])
 
@@ -145,15 +150,17 @@ def test_l2_lines_segments_and_misalignment():
     mov.gm.l1 l1[0], x[2560], 4, 100, 512, 128
     mov.gm.ub ub[0], x[3072], 4, 64, 64, 64
 """
-    ev, _ = durations(text, dict(x=x))
-    d = [e[3] for e in ev]
-    assert d[0] == 200 + 16                                   # one cold line
-    assert d[1] == 200 + 21                                   # line 0 warm (16*32/110), line 1 cold (16)
-    assert d[2] == 200 + 3                                    # 64 B at offset 16: 3 granules
+    ev, st = durations(text, dict(x=x))
+    d = [e[3] for e in ev]                                    # beats (+ 200 latency, pipelined)
+    assert d[0] == 16                                         # one cold line
+    assert d[1] == 21                                         # line 0 warm (16*32/110), line 1 cold (16)
+    assert d[2] == 3                                          # 64 B at offset 16: 3 granules
     # 4 segments of 100 B at 512 B stride: 4 beats each, in new lines 5, 6, 7, 8
-    assert d[3] == 200 + 16
+    assert d[3] == 16
     # 4 segments of 64 B, all in line 6 (read before): 2 beats each, all warm: ceil(8*32/110)
-    assert d[4] == 200 + 3
+    assert d[4] == 3
+    # back to back on MTE2; the last lands 200 after its beats
+    assert st.cycles == 16 + 21 + 3 + 16 + 3 + 200
     COST_COVERED.add("mov.gm.l1")
 
 
@@ -166,11 +173,14 @@ def test_gather_rows_share_lines_within_one_transfer():
     gather.gm.ub ub[1024], t[0], ub[0], 4, 256, 256, 256
     scatter.ub.gm t[0], ub[1024], ub[0], 4, 256, 256, 256
 """
-    ev, _ = durations(text, dict(t=t, idx=idx), sanitize=False)      # racy on purpose
-    assert ev[0][3] == 200 + 1
-    # rows 0 and 10 read their lines first (16 cold beats); rows 1 and 0 again are L2 hits
-    assert ev[1][3] == 200 + 16 + 5                           # ceil(16*32/110) = 5
-    assert ev[2][3] == 100 + 16                               # 32 beats at 64 B/cycle
+    ev, st = durations(text, dict(t=t, idx=idx), sanitize=False)      # racy on purpose
+    assert ev[0][2:] == (0, 1)                                # 200 + 1: the ids land at 201
+    # rows 0 and 10 read their lines first (16 cold beats); rows 1 and 0 again are L2 hits.
+    # The gather reads its ids at its start: same pipe, in order, but it waits for them to land
+    assert ev[1][2:] == (201, 16 + 5)                         # 200 + 16 + ceil(16*32/110)
+    assert st.stalls["gather.gm.ub waits for its indices to land"] == 201 - 1
+    assert ev[2][2:] == (2, 16)                               # 100 + 32 beats at 64 B/cycle
+    assert st.cycles == 201 + 21 + 200                        # the gathered rows land
     COST_COVERED.update(["gather.gm.ub", "scatter.ub.gm"])
 
 
@@ -188,8 +198,13 @@ def test_onchip_and_write_paths():
     mov.ub.gm y[16], ub[0], 4, 64, 64, 128
 """
     ev, st = durations(text, dict(y=y), sanitize=False)
-    assert [e[3] for e in ev] == [100 + 128, 20 + 128, 32, 20 + 32, 20 + 64, 20 + 64,
-                                  100 + 16, 16, 100 + 6]      # last: 4 x 3 granules (misaligned)
+    # beats; latencies (pipelined) 100, 20, 0, 20, 20, 20, 100, 0, 100
+    assert [e[3] for e in ev] == [128, 128, 32, 32, 64, 64,
+                                  16, 16, 6]                  # last: 4 x 3 granules (misaligned)
+    # MTE3 runs 128 + 128 + 6 beats back to back, the last store lands 100 later; MTE1 (issued
+    # at 3) ends at 3 + 32 + 64 + 64 + 20, FIX (at 6) 6 + 16 + 100, V (at 2) 2 + 32
+    assert [e[2] for e in ev] == [0, 128, 2, 3, 35, 99, 6, 22, 256]
+    assert st.cycles == 128 + 128 + 6 + 100
     COST_COVERED.update(["mov.ub.gm", "mov.ub.l1", "mov.ub.ub", "mov.l1.l0a", "mov.l1.l0b",
                          "mov.l0c.gm", "mov.l0c.ub"])
 
@@ -216,21 +231,24 @@ def test_every_instruction_has_a_cost_test():
 # ---- timing rules ---------------------------------------------------------------------------
 def test_pipes_overlap_and_flags_gate():
     x = np.zeros(16384, np.float32)
-    # MTE2 load (2248) and an independent MTE3 store (100 + 65536/64 = 1124) overlap
+    # MTE2 load (2248) and an independent MTE3 store (100 + 65536/64 = 1124) overlap; the busy
+    # cycles exclude the (pipelined) latencies
     text = ".param x gm f32\n    mov.gm.ub ub[0], x[0], 1, 65536, 0, 0\n    mov.ub.gm x[0], ub[65536], 1, 65536, 0, 0\n"
     _, st = durations(text, dict(x=np.zeros(32768, np.float32)))
-    assert st.cycles == 2248 and st.pipe_busy["mte2"] == 2248 and st.pipe_busy["mte3"] == 1124
-    # with a flag the store waits: 2248 + set (1) + wait (1) + 1124
+    assert st.cycles == 2248 and st.pipe_busy["mte2"] == 2048 and st.pipe_busy["mte3"] == 1024
+    # with a flag the store waits: the set runs on MTE2 at 2048 (after the beats) and fires
+    # when the load lands at 2248; wait (1) + 1124
     text = (".param x gm f32\n    mov.gm.ub ub[0], x[0], 1, 65536, 0, 0\n    set_flag MTE2, MTE3, 0\n"
             "    wait_flag MTE2, MTE3, 0\n    mov.ub.gm x[0], ub[0], 1, 65536, 0, 0\n")
     ev, st = durations(text, dict(x=x))
-    assert st.cycles == 2248 + 1 + 1 + 1124
-    assert st.stalls["wait_flag MTE2->MTE3"] == 2249 - 2       # the wait was issued at cycle 2
-    # a wait on the scalar unit blocks issue: the add after it issues at 2250
+    assert ev[1][1:] == (1, 2048, 1) and ev[2][2] == 2248
+    assert st.cycles == 2248 + 1 + 1124
+    assert st.stalls["wait_flag MTE2->MTE3"] == 2248 - 2       # the wait was issued at cycle 2
+    # a wait on the scalar unit blocks issue: the add after it issues at 2249
     text = (".param x gm f32\n    mov.gm.ub ub[0], x[0], 1, 65536, 0, 0\n    set_flag MTE2, S, 0\n"
             "    wait_flag MTE2, S, 0\n    add s1, s1, 1\n")
     ev, st = durations(text, dict(x=x))
-    assert ev[-1][2] == 2250 and st.cycles == 2251
+    assert ev[-1][2] == 2249 and st.cycles == 2250
 
 
 def test_barrier_all_waits_for_every_pipe():
@@ -239,6 +257,11 @@ def test_barrier_all_waits_for_every_pipe():
     ev, st = durations(text, dict(x=x))
     assert ev[1][2] == 2248 and ev[2][2] == 2249 and st.cycles == 2250
     assert st.stalls["barrier all"] == 2248 - 1
+    # barrier MTE2 waits for MTE2's transfers to land: the second load starts at 2249, not 2048
+    text = ".param x gm f32\n    mov.gm.ub ub[0], x[0], 1, 65536, 0, 0\n    barrier MTE2\n    mov.gm.ub ub[0], x[0], 1, 65536, 0, 0\n"
+    ev, st = durations(text, dict(x=x))
+    assert [e[2:] for e in ev] == [(0, 2048), (2248, 1), (2249, 596)]
+    assert st.cycles == 2249 + 596 + 200
 
 
 def test_launch_takes_the_slowest_core_and_cores_override():
@@ -250,10 +273,11 @@ def test_launch_takes_the_slowest_core_and_cores_override():
 """
     prog = assemble(text)
     st = prog.run(dict(x=x), grid=(48,))
-    # 2 programs per core, one after the other on MTE2: 2 + 328, then 328 more
-    assert st.cores_used == 24 and st.core_cycles == [2 + 328 + 328] * 24 and st.cycles == 658
+    # 2 programs per core, one after the other on MTE2: 2 + 128 beats, 128 more beats right
+    # after (the latencies overlap), then the last lands 200 later
+    assert st.cores_used == 24 and st.core_cycles == [2 + 128 + 128 + 200] * 24 and st.cycles == 458
     st = prog.run(dict(x=x), grid=(48,), cores=4)
-    assert st.cores_used == 4 and st.cycles == 2 + 12 * 328
+    assert st.cores_used == 4 and st.cycles == 2 + 12 * 128 + 200
     st = prog.run(dict(x=x), grid=(5,))
     assert st.cores_used == 5 and st.cycles == 2 + 328
     # roofline: distinct bytes read = 5 * 4096 over 24 cores at 32 B/cycle

@@ -59,13 +59,18 @@ def test_vadd_results(name):
 
 def test_double_buffering_gain_is_what_the_model_predicts():
     single, double = _run("vadd_single.s"), _run("vadd_double.s")
-    load, vadd, flag, tiles = 200 + 16384 // 32, 16384 // 256, 1, 8
-    # single: MTE2 waits for the vadd of the previous tile; double: MTE2 streams
-    period_single = flag + 2 * load + flag + flag + flag + vadd + flag
-    period_double = flag + 2 * load + flag
+    latency, beats, vadd, flag, tiles = 200, 16384 // 32, 16384 // 256, 1, 8
+    load = latency + beats
+    # single: x's latency overlaps y's beats, the set MTE2->V fires when y lands, then the V
+    # chain; MTE2 waits for the vadd of the previous tile.  double: MTE2 streams the beats
+    period_single = flag + beats + load + flag + flag + vadd + flag
+    period_double = flag + 2 * beats + flag
+    assert (period_single, period_double) == (1292, 1026)
     predicted = (tiles - 1) * (period_single - period_double) - 3   # 3 more issue cycles up front
-    assert single.cycles - double.cycles == predicted == 466
+    assert single.cycles - double.cycles == predicted == 1859
+    assert (single.cycles, double.cycles) == (10698, 8839)
     assert double.pipe_busy["mte2"] == single.pipe_busy["mte2"] + 1   # one more final wait
+    assert double.pipe_busy["mte2"] == tiles * (flag + 2 * beats + flag) + 2 * flag
 
 
 def test_softmax_result():

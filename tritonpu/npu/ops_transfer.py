@@ -62,6 +62,7 @@ def _xfer(st, inst, prog):
     seen = st.gm_seen.get(sname)
     rmap = st.gm_read.get(sname)
     wmap = st.gm_written.get(dname)
+    lat = m.paths[path].latency
 
     def run():
         nseg, seg, ss, ds = g_nseg(), g_seg(), g_ss(), g_ds()
@@ -163,7 +164,9 @@ def _xfer(st, inst, prog):
         else:
             cost = cycles.onchip_transfer(m, path, nseg, dl)
             st.add_bytes(path, nseg * dl)
-        tick(pipe, cost, inst, m.paths[path].latency)
+        start = tick(pipe, cost, inst, lat)
+        if lat and not dgm:
+            st.landed(pipe, start, dname, da, d_hi, start + cost)
     return run
 
 
@@ -183,6 +186,10 @@ def _gather(st, inst, prog):
     idt = np.dtype(np.int64) if o.get("idx") == "i64" else I32
     gidx = vec_operand(st, inst, inst.args[2], idt, pipe, False)
     gmask = vec_operand(st, inst, o["mask"], U8, pipe, False) if "mask" in o else None
+    imem = inst.args[2]
+    g_ia = getter(imem.addr, R)
+    g_ma = getter(o["mask"].addr, R) if "mask" in o else None
+    wait_what = f"{inst.spec.name} waits for its indices to land"
     et = npdt(inst.types[0]) if inst.types else None
     atomic = o.get("atomic")
     pad = getter(o["pad"], R) if "pad" in o else None
@@ -197,6 +204,12 @@ def _gather(st, inst, prog):
         if n <= 0 or rb <= 0:
             tick(pipe, m.paths[path].latency or 1, inst, m.paths[path].latency)
             return
+        if st.inflight[pipe]:                   # indices/mask written by this pipe still in flight?
+            ia = g_ia()
+            st.wait_landed(pipe, imem.space, ia, ia + n * idt.itemsize, wait_what)
+            if gmask is not None:
+                ma = g_ma()
+                st.wait_landed(pipe, o["mask"].space, ma, ma + n, wait_what)
         idx = gidx(1, n)[0].astype(np.int64)
         rows = np.arange(n)
         sel = None

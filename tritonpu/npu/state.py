@@ -65,6 +65,7 @@ class State:
         self.cnt = [0] * NP
         self.queued = [0] * NP  # cycles instructions waited after issue for their busy pipe
         self.done = [0] * NP    # when the pipe's last transfer has landed (latency is pipelined)
+        self.inflight = [[] for _ in range(NP)]  # per pipe: (space, lo, hi, lands) of on-chip writes
         self.flags = {}
         if self.race is not None:
             self.race.reset()
@@ -118,6 +119,25 @@ class State:
         if self.trace is not None:
             self.trace.append((self.core, p, t, cost, inst.index, self.pid))
         return t
+
+    def landed(self, p, start, space, lo, hi, lands):
+        """Record an on-chip write of a transfer on pipe ``p`` (started at ``start``) that lands at
+        ``lands``, for a later instruction of the same pipe that reads it (a gather's indices)."""
+        fl = self.inflight[p]
+        if fl and fl[0][3] <= start:
+            fl[:] = [f for f in fl if f[3] > start]
+        if lands > start:
+            fl.append((space, lo, hi, lands))
+
+    def wait_landed(self, p, space, lo, hi, what):
+        """Hold pipe ``p`` until the in-flight writes of its own earlier transfers to
+        ``space[lo, hi)`` have landed (same pipe, in order, but the data comes ``latency`` later)."""
+        t = max(self.ts, self.clk[p])
+        top = max([f[3] for f in self.inflight[p] if f[0] == space and f[1] < hi and lo < f[2]],
+                  default=0)
+        if top > t:
+            self.stall(what, top - t)
+            self.clk[p] = top
 
     def stall(self, reason, cycles):
         if cycles > 0:
