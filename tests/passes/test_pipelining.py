@@ -693,8 +693,8 @@ def test_e2e_persistent_program_coordinates(grid, cores):
 # a guarantee beyond kernels/: loads that read what a store of the same program wrote
 # =============================================================================================
 
-PREFETCH_BUG = ("double-buffer hoists a load above a store of the same program to the address it reads "
-                "(no memory-dependence check in tritonpu/passes/double_buffer.py); the sanitizer does not see it")
+# A prefetch runs before the trip's (and the program's) stores: loads from an argument the loop
+# writes must not be prefetched. These kernels read back what they (or the previous trip) stored.
 
 
 @tritonpu.jit
@@ -730,9 +730,7 @@ def _check_all_configs(launch, want):
     assert not bad, f"wrong results with {bad}"
 
 
-@pytest.mark.parametrize("trips", [1, pytest.param(2, marks=pytest.mark.xfail(strict=True, reason=PREFETCH_BUG)),
-                                   pytest.param(3, marks=pytest.mark.xfail(strict=True, reason=PREFETCH_BUG)),
-                                   pytest.param(4, marks=pytest.mark.xfail(strict=True, reason=PREFETCH_BUG))])
+@pytest.mark.parametrize("trips", [1, 2, 3, 4])
 def test_e2e_trip_reads_previous_trips_store(trips):
     # block i+1 = block i + 1: trip i+1 loads what trip i stored, so its load cannot be issued
     # before trip i's store ("every trip computes, reads and writes exactly what it did before")
@@ -749,7 +747,6 @@ def test_e2e_trip_reads_previous_trips_store(trips):
     _check_all_configs(launch, want)
 
 
-@pytest.mark.xfail(strict=True, reason=PREFETCH_BUG)
 @pytest.mark.parametrize("trips", [1, 2, 3])
 def test_e2e_trip_reads_back_its_own_store(trips):
     want = np.repeat(np.arange(trips, dtype=np.float32) + 1, 32)
@@ -762,7 +759,6 @@ def test_e2e_trip_reads_back_its_own_store(trips):
     _check_all_configs(launch, want)
 
 
-@pytest.mark.xfail(strict=True, reason=PREFETCH_BUG + " (persistent program loop)")
 @pytest.mark.parametrize("programs", [1, 3, 25])
 def test_e2e_program_reads_back_its_own_store(programs):
     want = np.repeat(np.arange(programs, dtype=np.float32) + 1, 32)

@@ -82,7 +82,9 @@ def launch_npu(kernel, arrays, grid, options) -> object:
     if art is None:
         art = compile_npu(kernel.asm["ir"], options)
         kernel.backend_artifacts[key] = art
-    for k, v in art.asm.items():     # h.asm shows the stages of the launch that ran last
+    for k in [k for k in kernel.asm if k in NPU_PIPELINE + ["isa"] and k not in art.asm]:
+        del kernel.asm[k]            # h.asm shows the stages of the launch that ran last
+    for k, v in art.asm.items():
         kernel.asm[k] = v
     prog = art.program
     args = {}

@@ -2,8 +2,9 @@
 
 Guarantees: in a ``for`` loop with a positive step, every ``load_tile``/``gather_rows`` at the top
 of the body whose address (pointer, strides, extents) is computed from the induction variable,
-loop-invariant values and carried scalars whose next value is computed the same way, is
-prefetched: the loop is unrolled by two; before it, the first trip's tiles are loaded into
+loop-invariant values and carried scalars whose next value is computed the same way, and which
+reads a kernel argument that nothing in the loop writes (a prefetch runs before the trip's
+stores: it must not be able to see one), is prefetched: the loop is unrolled by two; before it, the first trip's tiles are loaded into
 buffer A (carried); each pair of trips loads trip i+1's tiles into buffer B before trip i's work,
 runs trip i on A, loads trip i+2's tiles back into A (carried to the next pair) and runs trip i+1
 on B — straight-line code, so the sync pass can set each flag right after its transfer; an odd
@@ -76,13 +77,45 @@ class _Loop:
             ok = keep
 
     def candidates(self, nexts) -> list:
-        """Loads to prefetch; not the first-trip loads of an inner pipelined loop (already ahead)."""
+        """Loads to prefetch: not the first-trip loads of an inner pipelined loop (already ahead),
+        and none from an argument the loop writes (a prefetch would read before that write)."""
         inits = {id(v) for o in self.body.ops if o.name == "for" for v in o.operands[3:]}
+        written = _written_roots(self.body)
         out = []
         for o in self.body.ops:
-            if o.name in _LOADS and id(o.result) not in inits and self.slice(o.operands, nexts) is not None:
-                out.append(o)
+            if o.name not in _LOADS or id(o.result) in inits or self.slice(o.operands, nexts) is None:
+                continue
+            root = _root(o.operands[0])
+            if root is None or None in written or id(root) in written:
+                continue
+            out.append(o)
         return out
+
+
+_WRITES = {"store": 0, "store_tile": 0, "scatter_rows": 0, "atomic_rmw": 0, "atomic_cas": 0}
+_POINTER_PATH = ("addptr", "splat", "broadcast", "expand_dims", "reshape", "permute")
+
+
+def _root(ptr):
+    """The kernel argument a pointer (or block of pointers) points into, or None if unknown."""
+    v = ptr
+    while v.owner is not None and v.owner.name in _POINTER_PATH:
+        v = v.owner.operands[0]
+    if v.owner is not None and v.owner.name == "select":
+        a, b = _root(v.owner.operands[1]), _root(v.owner.operands[2])
+        return a if a is not None and a is b else None
+    return v if v.owner is None and v.type.is_ptr else None
+
+
+def _written_roots(region) -> set:
+    """id() of every argument some op in ``region`` (nested too) may write; None if one is unknown."""
+    out = set()
+    for top in region.ops:
+        for o in top.walk():
+            if o.name in _WRITES:
+                r = _root(o.operands[_WRITES[o.name]])
+                out.add(id(r) if r is not None else None)
+    return out
 
 
 def _clone(ops, mapping: dict, into: list, skip=()) -> None:
