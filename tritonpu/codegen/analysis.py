@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from tritonpu.ir import Function, Op, Value
 
 UB, REG, L1, L0C = "ub", "reg", "l1", "l0c"
+NOWHERE = "none"        # a value nothing reads (an L0C accumulator's zeros)
 ONCHIP = (UB, L1, L0C)
 VIEW_OPS = frozenset(("expand_dims", "reshape", "broadcast", "permute", "bitcast"))
 VECTOR_SCALAR_OPS = frozenset(("reduce",))
@@ -246,6 +247,8 @@ class Analysis:
             for d in chain:
                 self.home[id(d.result)] = L0C
             self.l0c_loops.setdefault(id(op), {})[i] = chain
+            if init.owner is not None and all(u is op for u, _ in self.users.get(id(init), [])):
+                self.home[id(init)] = NOWHERE     # the zeros are made in L0C, never in UB
 
     # ---- homes -------------------------------------------------------------------------------------
     def _homes(self, fn: Function) -> None:
@@ -257,7 +260,7 @@ class Analysis:
             changed = False
             for op in fn.walk():
                 for v, h in self._op_homes(op):
-                    if home.get(id(v)) in (L1, L0C):
+                    if home.get(id(v)) in (L1, L0C, NOWHERE):
                         continue
                     if home.get(id(v)) != h and not (home.get(id(v)) == UB and h == REG):
                         home[id(v)] = h
@@ -361,6 +364,8 @@ class Analysis:
         for op in fn.walk():
             if op.name == "for":
                 self._coalesce_yields(op, merge)
+            elif op.name == "if":
+                self._coalesce_branches(op, merge)
         for op in fn.walk():        # carried homes are live over the whole op that carries them
             if op.name in ("for", "if", "while"):
                 s, e = self.span[id(op)]
@@ -416,6 +421,25 @@ class Analysis:
                            if not (u.parent is op.parent and self.span[id(u)][0] < start))
                    and self.last_use.get(id(v), 0) <= start + 1 for v in gi.values):
                 merge(ga, init)
+
+    def _coalesce_branches(self, op: Op, merge) -> None:
+        """A tile a branch computes and yields is computed in the if's result buffer."""
+        for region in op.regions:
+            term = region.terminator
+            if term is None:
+                continue
+            for i, y in enumerate(term.operands):
+                if i >= len(op.results):
+                    break
+                r = op.results[i]
+                h = self.home.get(id(r))
+                if h not in (UB, L1) or self.home.get(id(y)) != h or y.owner is None:
+                    continue
+                gr, gy = self.group_of[id(r)], self.group_of[id(y)]
+                if gr is gy or any(w is y for j, w in enumerate(term.operands) if j != i):
+                    continue
+                if all(v.owner is not None and self._top_op(v.owner, region) is not None for v in gy.values):
+                    merge(gr, y)
 
     @staticmethod
     def _top_op(o: Op, body):

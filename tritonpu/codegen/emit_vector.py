@@ -209,6 +209,8 @@ class VectorEmitter:
 
     # ---- blocks from scalars --------------------------------------------------------------------------
     def kind_splat(self, op) -> None:
+        if self.an.home.get(id(op.result)) == "none":     # made elsewhere (zeros of an L0C accumulator)
+            return self.define(op.result, self.val(op.operands[0]))
         dst = self.out_tile(op.result)
         h = self.val(op.operands[0])
         if isinstance(h, Tile):
