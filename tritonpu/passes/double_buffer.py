@@ -47,9 +47,9 @@ class _Loop:
         self.in_body = {id(o) for o in self.body.ops}
         self.defs = {id(r): o for o in self.body.ops for r in o.results}
 
-    def slice(self, values, allowed_args) -> list | None:
+    def slice(self, values, allowed_args, loads=()) -> list | None:
         """Body ops computing ``values`` (program order), or None if that needs anything but pure ops,
-        the induction variable and ``allowed_args``."""
+        the loads in ``loads`` (ids), the induction variable and ``allowed_args``."""
         need, stack = set(), list(values)
         while stack:
             v = stack.pop()
@@ -61,7 +61,7 @@ class _Loop:
                 continue
             if id(o) in need:
                 continue
-            if o.regions or o.opdef.effects or o.opdef.terminator:
+            if o.regions or o.opdef.terminator or (o.opdef.effects and id(o) not in loads):
                 return None
             need.add(id(o))
             stack.extend(o.operands)
@@ -83,13 +83,19 @@ class _Loop:
         written = _written_roots(self.body)
         out = []
         for o in self.body.ops:
-            if o.name not in _LOADS or id(o.result) in inits or self.slice(o.operands, nexts) is None:
+            if o.name not in _LOADS or id(o.result) in inits:
                 continue
             root = _root(o.operands[0])
             if root is None or None in written or id(root) in written:
                 continue
             out.append(o)
-        return out
+        # a load whose address needs another prefetched load (a gather's indices) is prefetched after it
+        while True:
+            ids = {id(o) for o in out}
+            keep = [o for o in out if self.slice(o.operands, nexts, ids) is not None]
+            if len(keep) == len(out):
+                return out
+            out = keep
 
 
 _WRITES = {"store": 0, "store_tile": 0, "scatter_rows": 0, "atomic_rmw": 0, "atomic_cas": 0}
@@ -203,20 +209,24 @@ class DoubleBuffer(Pass):
             """Clone the candidate loads at trip ``iv`` with the carried scalars ``iters_map``;
             their first valid extent is 0 unless ``ok``."""
             m = {id(lp.iv): iv, **iters_map}
-            addr = lp.slice([v for ld in loads for v in ld.operands], nexts)
-            _clone(addr, m, into)
-            res = []
-            for ld in loads:
-                n = _clone_op(ld, m)
+            ids = {id(ld) for ld in loads}
+            addr = lp.slice([v for ld in loads for v in ld.operands], nexts, ids)
+            order = {id(o): k for k, o in enumerate(lp.body.ops)}
+            cloned = {}
+            for o in sorted({id(o): o for o in addr + loads}.values(), key=lambda o: order[id(o)]):
+                if id(o) not in ids:
+                    into.append(_clone_op(o, m))
+                    continue
+                n = _clone_op(o, m)
                 # a trip that does not exist reads nothing: its last valid extent is 0; the others
                 # are full, so no fill is needed either (the tile is all pad and never used)
-                for k, full in _extents(ld):
+                for k, full in _extents(o):
                     v = n.operands[k]
                     alt = mk("constant", [], v.type, into, value=full)
                     n.operands[k] = mk("select", [ok, v, alt], v.type, into)
                 into.append(n)
-                res.append(n.result)
-            return res
+                cloned[id(o)] = n.result
+            return [cloned[id(ld)] for ld in loads]
 
         def next_iters(iv, iters_vals, into):
             """Carried scalars of the following trip: their yield slices at (iv, iters)."""
