@@ -28,9 +28,10 @@ _LOADS = ("load_tile", "gather_rows")
 
 
 def _positive_step(v) -> bool:
+    from tritonpu.passes.persistent import GRID_ARGS
     op = v.owner
     if op is None:
-        return False
+        return v.name in GRID_ARGS          # grid sizes (num_programs under the persistent loop)
     if op.name == "constant":
         return isinstance(op.attrs["value"], int) and op.attrs["value"] > 0
     return op.name == "num_programs"
