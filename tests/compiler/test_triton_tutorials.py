@@ -1,0 +1,157 @@
+"""Kernels written the way Triton's tutorials write them (``import tritonpu as triton``), run on the
+NPU backend against numpy: grouped-ordering matmul with autotune configs, ``% M`` wrapped offsets
+and a jitted activation; the persistent fused softmax with ``tl.range(..., num_stages=)``; the
+fused layer-norm forward with fp16 inputs and three passes over the row."""
+import numpy as np
+import pytest
+
+import tritonpu as triton
+import tritonpu.language as tl
+
+
+@triton.autotune(configs=[triton.Config({'BLOCK_SIZE_M': 64, 'BLOCK_SIZE_N': 64, 'BLOCK_SIZE_K': 32, 'GROUP_SIZE_M': 8}, num_stages=3, num_warps=4)], key=['M', 'N', 'K'])
+@triton.jit
+def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
+                  BLOCK_SIZE_M: tl.constexpr, BLOCK_SIZE_N: tl.constexpr, BLOCK_SIZE_K: tl.constexpr,
+                  GROUP_SIZE_M: tl.constexpr, ACTIVATION: tl.constexpr):
+    pid = tl.program_id(axis=0)
+    num_pid_m = tl.cdiv(M, BLOCK_SIZE_M)
+    num_pid_n = tl.cdiv(N, BLOCK_SIZE_N)
+    num_pid_in_group = GROUP_SIZE_M * num_pid_n
+    group_id = pid // num_pid_in_group
+    first_pid_m = group_id * GROUP_SIZE_M
+    group_size_m = min(num_pid_m - first_pid_m, GROUP_SIZE_M)
+    pid_m = first_pid_m + ((pid % num_pid_in_group) % group_size_m)
+    pid_n = (pid % num_pid_in_group) // group_size_m
+    offs_am = (pid_m * BLOCK_SIZE_M + tl.arange(0, BLOCK_SIZE_M)) % M
+    offs_bn = (pid_n * BLOCK_SIZE_N + tl.arange(0, BLOCK_SIZE_N)) % N
+    offs_k = tl.arange(0, BLOCK_SIZE_K)
+    a_ptrs = a_ptr + (offs_am[:, None] * stride_am + offs_k[None, :] * stride_ak)
+    b_ptrs = b_ptr + (offs_k[:, None] * stride_bk + offs_bn[None, :] * stride_bn)
+    accumulator = tl.zeros((BLOCK_SIZE_M, BLOCK_SIZE_N), dtype=tl.float32)
+    for k in range(0, tl.cdiv(K, BLOCK_SIZE_K)):
+        a = tl.load(a_ptrs, mask=offs_k[None, :] < K - k * BLOCK_SIZE_K, other=0.0)
+        b = tl.load(b_ptrs, mask=offs_k[:, None] < K - k * BLOCK_SIZE_K, other=0.0)
+        accumulator = tl.dot(a, b, accumulator)
+        a_ptrs += BLOCK_SIZE_K * stride_ak
+        b_ptrs += BLOCK_SIZE_K * stride_bk
+    if ACTIVATION == "leaky_relu":
+        accumulator = leaky_relu(accumulator)
+    c = accumulator.to(tl.float16)
+    offs_cm = pid_m * BLOCK_SIZE_M + tl.arange(0, BLOCK_SIZE_M)
+    offs_cn = pid_n * BLOCK_SIZE_N + tl.arange(0, BLOCK_SIZE_N)
+    c_ptrs = c_ptr + stride_cm * offs_cm[:, None] + stride_cn * offs_cn[None, :]
+    c_mask = (offs_cm[:, None] < M) & (offs_cn[None, :] < N)
+    tl.store(c_ptrs, c, mask=c_mask)
+
+@triton.jit
+def leaky_relu(x):
+    return tl.where(x >= 0, x, 0.01 * x)
+
+
+def _matmul(a, b, activation=""):
+    M, K = a.shape
+    K, N = b.shape
+    c = np.empty((M, N), dtype=np.float16)
+    grid = lambda META: (triton.cdiv(M, META['BLOCK_SIZE_M']) * triton.cdiv(N, META['BLOCK_SIZE_N']), )  # noqa: E731
+    h = matmul_kernel[grid](a, b, c, M, N, K, a.strides[0] // 2, a.strides[1] // 2, b.strides[0] // 2,
+                            b.strides[1] // 2, c.strides[0] // 2, c.strides[1] // 2, ACTIVATION=activation)
+    return c, h
+
+
+@pytest.mark.parametrize("M,N,K", [(128, 128, 64), (200, 136, 100), (64, 192, 32)])
+@pytest.mark.parametrize("activation", ["", "leaky_relu"])
+def test_tutorial_matmul(M, N, K, activation):
+    rng = np.random.default_rng(M + N + K)
+    a = rng.standard_normal((M, K)).astype(np.float16)
+    b = rng.standard_normal((K, N)).astype(np.float16)
+    c, h = _matmul(a, b, activation)
+    ref = a.astype(np.float32) @ b.astype(np.float32)
+    if activation:
+        ref = np.where(ref >= 0, ref, 0.01 * ref)
+    np.testing.assert_allclose(c.astype(np.float32), ref, rtol=2e-2, atol=5e-2)
+    assert h.backend == "npu" and h.stats.pipe_busy["cube"] > 0
+
+
+@triton.jit
+def softmax_kernel(output_ptr, input_ptr, input_row_stride, output_row_stride, n_rows, n_cols, BLOCK_SIZE: tl.constexpr,
+                   num_stages: tl.constexpr):
+    row_start = tl.program_id(0)
+    row_step = tl.num_programs(0)
+    for row_idx in tl.range(row_start, n_rows, row_step, num_stages=num_stages):
+        row_start_ptr = input_ptr + row_idx * input_row_stride
+        col_offsets = tl.arange(0, BLOCK_SIZE)
+        input_ptrs = row_start_ptr + col_offsets
+        mask = col_offsets < n_cols
+        row = tl.load(input_ptrs, mask=mask, other=-float('inf'))
+        row_minus_max = row - tl.max(row, axis=0)
+        numerator = tl.exp(row_minus_max)
+        denominator = tl.sum(numerator, axis=0)
+        softmax_output = numerator / denominator
+        output_row_start_ptr = output_ptr + row_idx * output_row_stride
+        output_ptrs = output_row_start_ptr + col_offsets
+        tl.store(output_ptrs, softmax_output, mask=mask)
+
+
+@pytest.mark.parametrize("rows,cols", [(1823, 781), (5, 64), (97, 1000)])
+def test_tutorial_fused_softmax(rows, cols):
+    x = np.random.default_rng(rows).standard_normal((rows, cols)).astype(np.float32)
+    y = np.empty_like(x)
+    programs = min(48, rows)
+    h = softmax_kernel[(programs, 1, 1)](y, x, x.strides[0] // 4, y.strides[0] // 4, rows, cols,
+                                         BLOCK_SIZE=triton.next_power_of_2(cols), num_stages=2)
+    e = np.exp(x - x.max(1, keepdims=True))
+    np.testing.assert_allclose(y, e / e.sum(1, keepdims=True), rtol=1e-5, atol=1e-6)
+    assert 'double_buffer = "on"' in h.asm["double-buffer"]
+
+
+@triton.jit
+def _layer_norm_fwd_fused(X, Y, W, B, Mean, Rstd, stride, N, eps, BLOCK_SIZE: tl.constexpr):
+    row = tl.program_id(0)
+    Y += row * stride
+    X += row * stride
+    mean = 0
+    _mean = tl.zeros([BLOCK_SIZE], dtype=tl.float32)
+    for off in range(0, N, BLOCK_SIZE):
+        cols = off + tl.arange(0, BLOCK_SIZE)
+        a = tl.load(X + cols, mask=cols < N, other=0.).to(tl.float32)
+        _mean += a
+    mean = tl.sum(_mean, axis=0) / N
+    _var = tl.zeros([BLOCK_SIZE], dtype=tl.float32)
+    for off in range(0, N, BLOCK_SIZE):
+        cols = off + tl.arange(0, BLOCK_SIZE)
+        x = tl.load(X + cols, mask=cols < N, other=0.).to(tl.float32)
+        x = tl.where(cols < N, x - mean, 0.)
+        _var += x * x
+    var = tl.sum(_var, axis=0) / N
+    rstd = 1 / tl.sqrt(var + eps)
+    tl.store(Mean + row, mean)
+    tl.store(Rstd + row, rstd)
+    for off in range(0, N, BLOCK_SIZE):
+        cols = off + tl.arange(0, BLOCK_SIZE)
+        mask = cols < N
+        w = tl.load(W + cols, mask=mask)
+        b = tl.load(B + cols, mask=mask)
+        x = tl.load(X + cols, mask=mask, other=0.).to(tl.float32)
+        x_hat = (x - mean) * rstd
+        y = x_hat * w + b
+        tl.store(Y + cols, y, mask=mask)
+
+
+@pytest.mark.parametrize("M,N,block", [(300, 1000, 512), (7, 64, 64), (33, 4096, 1024)])
+def test_tutorial_layer_norm_forward(M, N, block):
+    rng = np.random.default_rng(N)
+    x = rng.standard_normal((M, N)).astype(np.float16)
+    w = rng.random(N).astype(np.float16)
+    b = rng.random(N).astype(np.float16)
+    y = np.empty_like(x)
+    mean = np.empty(M, np.float32)
+    rstd = np.empty(M, np.float32)
+    _layer_norm_fwd_fused[(M,)](x, y, w, b, mean, rstd, x.strides[0] // 2, N, 1e-5, BLOCK_SIZE=block)
+    xf = x.astype(np.float32)
+    mu = xf.mean(1, keepdims=True)
+    var = ((xf - mu) ** 2).mean(1, keepdims=True)
+    ref = (xf - mu) / np.sqrt(var + 1e-5) * w.astype(np.float32) + b.astype(np.float32)
+    np.testing.assert_allclose(y.astype(np.float32), ref, rtol=1e-2, atol=1e-2)
+    np.testing.assert_allclose(mean, mu[:, 0], rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(rstd, 1 / np.sqrt(var[:, 0] + 1e-5), rtol=1e-4)
