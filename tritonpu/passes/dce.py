@@ -91,3 +91,16 @@ def _prune_carried(op: Op, fn: Function) -> bool:
             r.index = j
         changed = True
     return changed
+
+
+@register
+class Cleanup(Pass):
+    """canonicalize, cse and dce again, after passes that clone code (double buffering)."""
+    name = "cleanup"
+
+    def run(self, fn: Function) -> None:
+        from tritonpu.passes.canonicalize import Canonicalize
+        from tritonpu.passes.cse import CommonSubexpressionElimination
+        Canonicalize().run(fn)
+        CommonSubexpressionElimination().run(fn)
+        DeadCodeElimination().run(fn)
