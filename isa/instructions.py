@@ -13,6 +13,7 @@ Operand kinds
     ``pipe``    pipe name (S V M MTE1 MTE2 MTE3 FIX); ``pipe|all`` also accepts ``all``
     ``event``   event id, immediate 0..7
     ``axis``    grid axis 0..2 (immediate)
+    ``str``     the name of a text constant declared by ``.string NAME "text"``
     memory      ``SPACE:MODE`` with SPACE in ub l1 l0a l0b l0c gm (``ub|gm``: either) and MODE
                 ``r``/``w``/``rw``; written ``ub[addr]``, ``ub[addr, row_stride]``,
                 ``ub[addr, row_stride, col_stride]`` (strides in elements, vector operands only)
@@ -286,6 +287,23 @@ _add("mmad", ("ACC", "CUBE"), (("c", "l0c:rw"), ("a", "l0a:r"), ("b", "l0b:r"), 
      "C[m, n] (U) = (init ? 0 : C) + A[m, k] @ B[k, n] (T); row-major, row strides default "
      "A: ceil(k, 32 B/|T|) B, C: ceil(n, 16) elements; init= 0/1 or a register", "cube",
      (("init", "val", 1),))
+
+# ================================ debug ======================================================
+_DBG = "appends to this core's print line (started by 'pid (x, y, z) ' and NAME's text; later " \
+       "values follow after one space); last=1 prints the line to stdout and clears it"
+_add("dbg.print", ("A",), (("name", "str"), ("src", "ub:r"), ("cols", "val")), "S", "scalar",
+     "dbg", "print", "device_print: the dense row-major T tile at src (rank=0: one element; 1: "
+     "cols elements; 2: rows x cols), formatted as str(numpy_array.tolist()) (i1: bytes as bool); "
+     + _DBG, "debug", (("rows", "val", 1), ("rank", "val", 1), ("last", "val", 1)))
+_add("dbg.prints", ("A",), (("name", "str"), ("val", "val")), "S", "scalar", "dbg", "prints",
+     "device_print of scalar val converted to T (as cvt), formatted as str(T(val).tolist()); "
+     + _DBG, "debug", (("last", "val", 1),))
+_add("dbg.assert", (), (("name", "str"), ("src", "ub:r"), ("cols", "val")), "S", "scalar", "dbg",
+     "assert", "device_assert: if any of the rows x cols dense u8 mask bytes at src is 0, the "
+     "launch fails with an assertion error 'device_assert failed: ' + NAME's text", "debug",
+     (("rows", "val", 1),))
+_add("dbg.asserts", (), (("name", "str"), ("val", "val")), "S", "scalar", "dbg", "asserts",
+     "device_assert of a scalar: fails as dbg.assert when val == 0", "debug")
 
 
 def mnemonic_index() -> dict:

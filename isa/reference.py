@@ -9,7 +9,8 @@ from .instructions import COST_RULES, INSTRUCTIONS, TYPESETS
 from .machines import MACHINES, PIPE_DOC, PIPES
 
 _GROUPS = [("scalar", "Scalar unit"), ("control", "Control flow"), ("sync", "Synchronisation"),
-           ("vector", "Vector unit"), ("transfer", "Transfers"), ("cube", "Cube")]
+           ("vector", "Vector unit"), ("transfer", "Transfers"), ("cube", "Cube"),
+           ("debug", "Debug")]
 
 _SYNTAX = """\
 ## Assembly syntax
@@ -30,6 +31,7 @@ Directives:
 | `.buffer NAME SPACE ADDR SIZE` | names an on-chip region: `ub[NAME]`, `ub[NAME+64]` |
 | `.reg NAME sN` | an alias for a scalar register |
 | `.grid X [Y [Z]]` | the default grid of a standalone run |
+| `.string NAME "text"` | a text constant for `dbg.print`, `dbg.prints`, `dbg.assert`, `dbg.asserts` (no `"` or newline inside) |
 
 Operands: scalar registers `s0`..`s63` (64-bit ints or floats); values are immediates
 (`12`, `0x40`, `-1.5`, `inf`, `nan`), registers, named scalars, or sums such as `s3+64`,

@@ -34,18 +34,21 @@ def sample_line(name, ins):
             ops.append("all")
         elif k in ("event", "axis"):
             ops.append("1")
+        elif k == "str":
+            ops.append("msg")
         else:
             space = k.split(":")[0].split("|")[0]
             ops.append("x[s3+64]" if space == "gm" else f"{space}[buf+512]")
     for oname, kind, _ in ins.options:
         v = {"atomic": "add", "idx": "i32", "transpose": "1", "axis": "1", "mask": "ub[1024]",
-             "pad": "-inf"}.get(oname, "s4")
+             "pad": "-inf", "rank": "2", "last": "0"}.get(oname, "s4")
         ops.append(f"{oname}={v}")
     return ".".join([name] + types) + (" " + ", ".join(ops) if ops else "")
 
 
 def test_every_instruction_assembles_and_round_trips():
-    lines = [".kernel all", ".param x gm f32", ".param n i32", ".buffer buf ub 1024 4096", "L:"]
+    lines = [".kernel all", ".param x gm f32", ".param n i32", ".buffer buf ub 1024 4096",
+             '.string msg "x: "', "L:"]
     for name, ins in INSTRUCTIONS.items():
         if name == "endfor":
             continue

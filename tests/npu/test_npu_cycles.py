@@ -33,7 +33,7 @@ def cost(text, mnemonic, args=None, nth=0, **kw):
 # ---- scalar, control, sync: 1 cycle ---------------------------------------------------------
 def test_scalar_control_sync_cost_one_cycle():
     g = np.zeros(4, np.int32)
-    body = [".param g gm i32"]
+    body = [".param g gm i32", '.string msg "v: "', "    mov s1, 1", "    sst.u8 ub[64], s1"]
     for name, ins in INSTRUCTIONS.items():
         if ins.pipe not in ("S", "src", "dst", "arg"):
             continue
@@ -48,6 +48,10 @@ def test_scalar_control_sync_cost_one_cycle():
             line += f"\nnext_{name.replace('.', '_')}:"
         elif name == "cvt":
             line = "cvt.i32 s1, 5"
+        elif ins.impl == "dbg":       # print / assert on the scalar unit: 1 cycle each
+            line = {"dbg.print": "dbg.print.i32 msg, ub[0], 4, rows=2, rank=2",
+                    "dbg.prints": "dbg.prints.f32 msg, 2.5", "dbg.assert": "dbg.assert msg, ub[64], 1",
+                    "dbg.asserts": "dbg.asserts msg, 1"}[name]
         else:
             line = f"{name} " + ", ".join(["s1"] + ["2"] * (n - 1)) if n else name
         body.append("    " + line)

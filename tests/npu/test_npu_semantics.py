@@ -616,6 +616,26 @@ def test_sync_instructions_run():
     cover("set_flag", "wait_flag", "barrier")
 
 
+def test_debug_print_and_assert(capsys):
+    # the thorough checks are in test_npu_debug.py
+    from tritonpu.npu import AssertError
+    text = """.string v "v: "
+    varange.i32 ub[0], 0, 3
+    vdup.u8 ub[32], 1, 2
+    set_flag V, S, 0
+    wait_flag V, S, 0
+    dbg.print.i32 v, ub[0], 3, last=0
+    dbg.prints.f32 v, 2.5
+    dbg.assert v, ub[32], 2
+    dbg.asserts v, 1
+    dbg.asserts v, 0
+"""
+    with pytest.raises(AssertError, match="device_assert failed: v: "):
+        assemble(text).run({})
+    assert capsys.readouterr().out == "pid (0, 0, 0) v: [0, 1, 2] 2.5\n"
+    cover("dbg.print", "dbg.prints", "dbg.assert", "dbg.asserts")
+
+
 def test_every_instruction_has_a_semantic_test():
     missing = sorted(set(INSTRUCTIONS) - COVERED)
     assert not missing, f"instructions without a semantic test: {missing}"

@@ -9,11 +9,11 @@ stats.cycles, stats.pipe_busy, stats.profile_table(), stats.write_trace("t.json"
 ```
 """
 from .assembler import assemble
-from .errors import (AsmError, DeadlockError, FlagError, LaunchError, MisalignedError, NpuError,
+from .errors import (AsmError, AssertError, DeadlockError, FlagError, LaunchError, MisalignedError, NpuError,
                      OutOfBoundsError, RaceError)
 from .program import Inst, Mem, Program, Val
 from .stats import Stats
 
 __all__ = ["assemble", "AsmError", "NpuError", "OutOfBoundsError", "MisalignedError",
-           "DeadlockError", "FlagError", "RaceError", "LaunchError", "Program", "Inst", "Mem",
+           "DeadlockError", "FlagError", "AssertError", "RaceError", "LaunchError", "Program", "Inst", "Mem",
            "Val", "Stats"]

@@ -217,6 +217,14 @@ class _Assembler:
                 self.err("registers are s0..s63", node)
             prog.aliases[name] = r
             return f".reg {name} s{r}"
+        if kind == ".string":
+            name = need(0, "a string name")
+            if name in prog.strings:
+                self.err(f"string {name!r} defined twice", node)
+            if len(pos) != 2 or not (isinstance(pos[1], tuple) and pos[1][0] == "str") or kw:
+                self.err('.string NAME "text"', node)
+            prog.strings[name] = pos[1][1]
+            return f'.string {name} "{pos[1][1]}"'
         if kind == ".grid":
             if not 1 <= len(pos) <= 3 or not all(isinstance(x, int) and x > 0 for x in pos):
                 self.err(".grid X [Y [Z]]", node)
@@ -296,6 +304,11 @@ class _Assembler:
         if spec.impl in ("vreduce", "vscan") and "axis" in o:
             if not (o["axis"].static and o["axis"].value() in (0, 1)):
                 self.err("axis= takes 0 or 1", node)
+        if spec.impl == "dbg":
+            if "rank" in o and not (o["rank"].static and o["rank"].value() in (0, 1, 2)):
+                self.err("rank= takes 0, 1 or 2", node)
+            if "last" in o and not (o["last"].static and o["last"].value() in (0, 1)):
+                self.err("last= takes 0 or 1", node)
         if spec.impl == "vreduce" and spec.op in ("argmax", "argmin") and "axis" in o and o["axis"].value() == 0:
             self.err("argmax/argmin reduce along rows only (axis=1)", node)
 
@@ -324,6 +337,13 @@ class _Assembler:
             if up not in PIPES:
                 self.err(f"unknown pipe {word!r} (pipes: {', '.join(PIPES)})", a)
             return up
+        if kind == "str":
+            word = _bare_name(a)
+            if word is None:
+                self.err(f"operand {name} of {spec.name}: expected the name of a .string", a)
+            if word not in self.prog.strings:
+                self.err(f"undefined string {word!r} (declare it with .string {word} \"text\")", a)
+            return word
         is_mem = isinstance(a, Tree) and a.data == "memref"
         if ":" in kind:                                   # memory operand
             spaces = kind.split(":")[0].split("|")

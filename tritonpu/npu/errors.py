@@ -98,6 +98,11 @@ class RaceError(NpuError):
     kind = "race"
 
 
+class AssertError(NpuError):
+    """A failed device assertion (``dbg.assert`` / ``dbg.asserts``)."""
+    kind = "assertion"
+
+
 class LaunchError(NpuError):
     """Bad arguments, grid or bindings, or a program that does not terminate."""
     kind = "launch"

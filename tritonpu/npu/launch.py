@@ -139,6 +139,7 @@ def launch(prog, args, grid=(1,), machine="ascend910b", sanitize=True, trace=Fal
             for pid in range(core, nprog, used):
                 st.start_program(pid, (pid % gx, (pid // gx) % gy, pid // (gx * gy)))
                 _run(fns, code, st, max_steps)
+                st.end_program()
             st.finish_core()
     return Stats.from_state(st, prog, arrays, ncores, used)
 

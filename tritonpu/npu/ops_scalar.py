@@ -9,15 +9,16 @@ set before the wait is a flag error.
 from __future__ import annotations
 
 import math
+import sys
 
 import numpy as np
 
 from tritonpu.isa import PIPES
 
 from . import cycles
-from .errors import DeadlockError, FlagError, LaunchError, MisalignedError
+from .errors import AssertError, DeadlockError, FlagError, LaunchError, MisalignedError
 from .registry import family
-from .state import PIPE_INDEX, S, getter, npdt
+from .state import PIPE_INDEX, S, getter, npdt, opt_getter
 
 _M64 = (1 << 64) - 1
 _BF16 = npdt("bf16")
@@ -278,6 +279,96 @@ def _satomic(st, inst, prog):
         else:
             arr[i] = _ATOM[op](old, v)
         R[d] = float(old) if isf else int(old)
+        tick(S, cost, inst)
+    return run
+
+
+# ================================ debug ======================================================
+def _ub_reader(st, inst, mem, dt):
+    """``read(n) -> ndarray`` of the n dense elements of ``dt`` at ``mem`` (a copy), a scalar-unit
+    read: bounds and natural alignment checked, reported to the race tracker (never recorded)."""
+    space, buf, eb, race = mem.space, st.mem[mem.space], dt.itemsize, st.race
+    addr_g = getter(mem.addr, st.R)
+
+    def read(n):
+        a = _int(addr_g())
+        if n <= 0:
+            return np.zeros(0, dt)
+        if st.sanitize and a % eb:
+            raise MisalignedError(f"{dt} read {space}[{a:#x}] is not {eb}-byte aligned",
+                                  inst=inst, addrs={space: a})
+        hi = a + n * eb
+        st.check_onchip(space, a, hi, inst, "read")
+        if race is not None:
+            race.access(S, space, a, hi, False, inst)
+        return buf[a:hi].view(dt).copy()
+    return read
+
+
+def _emit(st, text, value, last):
+    """Append ``value`` to this core's print line (started by the pid and ``text``); print and
+    clear it when ``last``."""
+    line = st.print_line
+    if line is None:
+        x, y, z = st.block
+        line = f"pid ({x}, {y}, {z}) {text}{value}"
+    else:
+        line = f"{line} {value}"
+    if last:
+        st.print_line = None
+        print(line, file=sys.stdout, flush=True)
+    else:
+        st.print_line = line
+
+
+@family("dbg", ["print", "prints", "assert", "asserts"])
+def _dbg(st, inst, prog):
+    R, tick, cost, op = st.R, st.tick, cycles.scalar(st.m), inst.spec.op
+    text = prog.strings[inst.args[0]]
+    last = bool(inst.opts["last"].value()) if "last" in inst.opts else True
+    if op in ("prints", "asserts"):
+        g = getter(inst.args[1], R)
+        if op == "asserts":
+            def run():
+                if g() == 0:
+                    raise AssertError(f"device_assert failed: {text}", inst=inst)
+                tick(S, cost, inst)
+            return run
+        dt = npdt(inst.types[0])
+
+        def run():
+            _emit(st, text, str(np.asarray(np_scalar(g(), dt)).tolist()), last)
+            tick(S, cost, inst)
+        return run
+    g_cols = getter(inst.args[2], R)
+    g_rows, _ = opt_getter(inst, "rows", R, 1)
+    if op == "assert":
+        read = _ub_reader(st, inst, inst.args[1], np.dtype(np.uint8))
+        space = inst.args[1].space
+
+        def run():
+            rows, cols = max(_int(g_rows()), 0), max(_int(g_cols()), 0)
+            m = read(rows * cols)
+            bad = np.flatnonzero(m == 0)
+            if bad.size:
+                first = _int(getter(inst.args[1].addr, R)()) + int(bad[0])
+                raise AssertError(f"device_assert failed: {text}", inst=inst,
+                                  addrs={f"first failing {space} byte": first})
+            tick(S, cost, inst)
+        return run
+    tname = inst.types[0]
+    dt = npdt(tname)
+    is_bool = dt.kind == "b"
+    read = _ub_reader(st, inst, inst.args[1], np.dtype(np.uint8) if is_bool else dt)
+    rank = inst.opts["rank"].value() if "rank" in inst.opts else 1
+
+    def run():
+        rows, cols = max(_int(g_rows()), 0), max(_int(g_cols()), 0)
+        shape = () if rank == 0 else (cols,) if rank == 1 else (rows, cols)
+        v = read(int(np.prod(shape, dtype=np.int64)))
+        if is_bool:
+            v = v != 0
+        _emit(st, text, str(np.asarray(v.reshape(shape)).tolist()), last)
         tick(S, cost, inst)
     return run
 

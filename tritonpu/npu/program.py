@@ -131,6 +131,7 @@ class Program:
     items: list = field(default_factory=list)     # ("dir", text) | ("label", name) | ("inst", Inst)
     code: list = field(default_factory=list)
     labels: dict = field(default_factory=dict)
+    strings: dict = field(default_factory=dict)   # .string NAME -> text
     source: str = ""
 
     @property

@@ -9,6 +9,8 @@ cycle each; an instruction on pipe P starts at max(issue, P's clock) and holds P
 """
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 
 from tritonpu.dtypes import SCALARS
@@ -67,6 +69,7 @@ class State:
         self.done = [0] * NP    # when the pipe's last transfer has landed (latency is pipelined)
         self.inflight = [[] for _ in range(NP)]  # per pipe: (space, lo, hi, lands) of on-chip writes
         self.flags = {}
+        self.print_line = None  # the line dbg.print/dbg.prints are appending to (None: empty)
         if self.race is not None:
             self.race.reset()
 
@@ -86,6 +89,12 @@ class State:
             R[i] = 0
         for slot, v in self.scalar_args.items():
             R[slot] = v
+
+    def end_program(self):
+        """Print what is left of an unfinished print line (a dbg.print with last=0 at the end)."""
+        if self.print_line is not None:
+            line, self.print_line = self.print_line, None
+            print(line, file=sys.stdout, flush=True)
 
     # ---- timing ---------------------------------------------------------------------------------
     def tick(self, p, cost, inst, latency=0):
