@@ -306,11 +306,13 @@ def print_kernel(x_ptr, BLOCK: tl.constexpr):
     tl.static_print("static", BLOCK)
 
 
-def test_device_print(capsys):
+@pytest.mark.parametrize("backend", ["ref", "npu"])
+def test_device_print(capsys, backend):
     x = np.arange(4, dtype=np.int32)
-    print_kernel[(2,)](x, BLOCK=4, backend="ref")
+    print_kernel[(2,)](x, BLOCK=4, backend=backend)
     out = capsys.readouterr().out
-    assert "static 4" in out
+    if backend == "ref":
+        assert "static 4" in out          # static_print runs once, at compile time
     assert "pid (0, 0, 0) x: [0, 1, 2, 3]" in out
     assert "pid (1, 0, 0) pid1" in out.replace(" 1\n", "1\n") or "pid (1, 0, 0) pid 1" in out
 
@@ -321,19 +323,32 @@ def assert_kernel(x_ptr, BLOCK: tl.constexpr):
     tl.device_assert(x >= 0, "x must be non-negative")
 
 
-def test_device_assert():
-    assert_kernel[(1,)](np.arange(4, dtype=np.int32), BLOCK=4, backend="ref")
-    with pytest.raises(tritonpu.ExecutionError, match="x must be non-negative"):
-        assert_kernel[(1,)](np.array([0, 1, -1, 2], np.int32), BLOCK=4, backend="ref")
+@pytest.mark.parametrize("backend", ["ref", "npu"])
+def test_device_assert(backend):
+    assert_kernel[(1,)](np.arange(4, dtype=np.int32), BLOCK=4, backend=backend)
+    with pytest.raises(tritonpu.ExecutionError, match="x must be non-negative") as info:
+        assert_kernel[(1,)](np.array([0, 1, -1, 2], np.int32), BLOCK=4, backend=backend)
+    assert info.value.line is not None and "tl.device_assert" in str(info.value)
 
 
-def test_device_print_and_assert_on_the_npu_say_where_to_run_them():
-    x = np.arange(4, dtype=np.int32)
-    with pytest.raises(tritonpu.CompilationError, match="device_print is not supported on the NPU backend; run "
-                                                        "this launch with backend='ref' or backend='cpu'"):
-        print_kernel[(1,)](x, BLOCK=4, backend="npu")
-    with pytest.raises(tritonpu.CompilationError, match="device_assert is not supported on the NPU backend"):
-        assert_kernel[(1,)](x, BLOCK=4, backend="npu")
+@tritonpu.jit
+def print_2d_kernel(x_ptr, R: tl.constexpr, C: tl.constexpr):
+    r = tl.arange(0, R)[:, None]
+    c = tl.arange(0, C)[None, :]
+    x = tl.load(x_ptr + r * C + c)
+    tl.device_print("tile ", x, x > 2)
+    tl.device_print("sum ", tl.sum(x, axis=1), tl.sum(x.to(tl.float32), axis=0))
+
+
+def test_device_print_2d_and_several_values_match_the_reference(capsys):
+    x = np.arange(8, dtype=np.int32)
+    print_2d_kernel[(1,)](x, R=2, C=4, backend="ref")
+    ref = capsys.readouterr().out
+    print_2d_kernel[(1,)](x, R=2, C=4, backend="npu")
+    npu = capsys.readouterr().out
+    assert npu == ref
+    assert "pid (0, 0, 0) tile [[0, 1, 2, 3], [4, 5, 6, 7]] [[False, False, False, True], [True, True, True, True]]" \
+        in npu
 
 
 # ---------------------------------------------------------------------------------------------

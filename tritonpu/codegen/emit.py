@@ -74,6 +74,8 @@ class Emitter(ScalarEmitter, VectorEmitter, MemoryEmitter, CubeEmitter):
                 self.home[id(a)] = Reg(name)
             self.params.append(name)
         self.region(self.fn.body.ops)
+        for text, name in getattr(self, "_strings", {}).items():
+            header.append(f'.string {name} "{text}"')
         return header, self.prologue + self.out
 
     def region(self, ops) -> None:

@@ -378,10 +378,49 @@ class MemoryEmitter:
         self.notes.append(f"{op.loc}: {op.name} on a tile runs one scalar atomic per element")
 
     # ---- debugging ops -------------------------------------------------------------------------------
+    def string(self, text: str) -> str:
+        """The name of a ``.string`` constant holding ``text`` (one per distinct text)."""
+        table = self.__dict__.setdefault("_strings", {})
+        clean = text.replace('"', "'").replace("\n", " ")
+        if clean not in table:
+            table[clean] = f"str{len(table)}"
+        return table[clean]
+
+    def _dbg_tile(self, v):
+        """(dense UB tile, rank, rows, cols, type suffix) of a printed or asserted block value."""
+        t = self.dense(self.as_tile(v))
+        shape = t.shape
+        if len(shape) > 2:
+            self.fail("device_print/device_assert of a rank-3 block is not supported on the NPU; reshape it to 2D")
+        rows, cols = (shape[0], shape[1]) if len(shape) == 2 else (1, shape[0] if shape else 1)
+        ty = "i1" if v.type.scalar.is_bool else t.dtype
+        return t, len(shape), rows, cols, ty
+
     def op_print(self, op) -> None:
-        self.fail("device_print is not supported on the NPU backend; run this launch with backend='ref' or "
-                  "backend='cpu' to print")
+        if not op.operands:
+            self.fail("device_print without values is not supported on the NPU; print a value with it")
+        name = self.string(op.attrs["prefix"])
+        for i, v in enumerate(op.operands):
+            if v.type.scalar.is_ptr:
+                self.fail("device_print of a pointer is not supported on the NPU")
+            last = int(i == len(op.operands) - 1)
+            h = self.val(v)
+            if isinstance(h, Tile):
+                t, rank, rows, cols, ty = self._dbg_tile(v)
+                self.emit(f"dbg.print.{ty} {name}, ub[{t.addr}], {cols}, rows={rows}, rank={rank}, last={last}", "S",
+                          reads=[self.acc(t)])
+            else:
+                ty = "i1" if v.type.scalar.is_bool else asm_type(v.type)
+                self.emit(f"dbg.prints.{ty} {name}, {h}, last={last}", "S")
 
     def op_assert(self, op) -> None:
-        self.fail("device_assert is not supported on the NPU backend; run this launch with backend='ref' or "
-                  "backend='cpu' to check it")
+        name = self.string(op.attrs["msg"])
+        v = op.operands[0]
+        h = self.val(v)
+        if isinstance(h, Tile):
+            t, rank, rows, cols, ty = self._dbg_tile(v)
+            if t.esize != 1:
+                self.fail("device_assert needs a boolean condition")
+            self.emit(f"dbg.assert {name}, ub[{t.addr}], {cols}, rows={rows}", "S", reads=[self.acc(t)])
+        else:
+            self.emit(f"dbg.asserts {name}, {h}", "S")
