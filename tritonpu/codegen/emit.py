@@ -76,6 +76,9 @@ class Emitter(ScalarEmitter, VectorEmitter, MemoryEmitter, CubeEmitter):
         self.region(self.fn.body.ops)
         for text, name in getattr(self, "_strings", {}).items():
             header.append(f'.string {name} "{text}"')
+        if getattr(self, "zeros_bytes", 0):
+            from tritonpu.codegen.emit_memory import ZEROS
+            header.append(f".param {ZEROS} gm u8")
         return header, self.prologue + self.out
 
     def region(self, ops) -> None:

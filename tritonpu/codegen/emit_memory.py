@@ -10,6 +10,8 @@ from __future__ import annotations
 from tritonpu.codegen.asmlist import Access, Instr, Loop, While
 from tritonpu.codegen.values import Imm, Reg, Tile, asm_type
 
+ZEROS = "__zeros"       # a GM parameter of zero bytes the launch provides (pad rows of L1 tiles)
+
 
 class MemoryEmitter:
     # ---- helpers -----------------------------------------------------------------------------------
@@ -101,6 +103,15 @@ class MemoryEmitter:
         """Rows rows_valid..rows of an L1 tile get `pad` from a UB row (MTE3): straight-line code,
         moving no segment when every row is valid."""
         row_bytes = cols * es
+        if isinstance(pad, Imm) and float(pad.value) == 0 and not row_bytes % self.m.align["l1"]:
+            # zeros come from a GM zero row on MTE2 itself: in order with the load, no other pipe
+            n, at = self.temp_reg(), self.temp_reg()
+            self.emit(f"sub {n}, {rows}, {rows_valid}", "S")
+            self.emit(f"mul {at}, {rows_valid}, {row_bytes}", "S")
+            self.zeros_bytes = max(getattr(self, "zeros_bytes", 0), row_bytes)
+            self.emit(f"mov.gm.l1 l1[{at}+{dst.addr}], {ZEROS}[0], {n}, {row_bytes}, 0, {row_bytes}", "MTE2",
+                      [Access.gm(ZEROS)], writes)
+            return
         row = self.const_row(dst.dtype, cols, es, pad)
         if row_bytes % self.m.align["l1"] or not isinstance(pad, Imm):
             partial = self.temp_reg()

@@ -32,6 +32,7 @@ class NpuKernel:
     notes: list = field(default_factory=list)
     sync_pairs: int = 0
     persistent: bool = False
+    zeros_bytes: int = 0                          # size of the zero row the launch passes
 
 
 def pipeline_for(options: dict | None = None) -> list[str]:
@@ -66,6 +67,7 @@ def compile_npu(ir_text: str, options: dict | None = None, print_after=None) -> 
     text = "\n".join(lines) + "\n"
     out.asm["isa"] = text
     out.notes = em.notes
+    out.zeros_bytes = getattr(em, "zeros_bytes", 0)
     out.sync_pairs = report.pairs
     try:
         out.program = assemble(text, f"{fn.name}.s")
@@ -91,6 +93,9 @@ def launch_npu(kernel, arrays, grid, options) -> object:
     for p, a in zip(kernel.fn.args, arrays):
         name = p.name if prog.param(p.name) is not None else f"arg_{p.name}"
         args[name] = a
+    if art.zeros_bytes:
+        from tritonpu.codegen.emit_memory import ZEROS
+        args[ZEROS] = _zeros(art.zeros_bytes)
     user_grid = tuple(grid)
     if art.persistent:       # one program per core, looping over the user's programs
         from tritonpu.isa.machines import machine as get_machine
@@ -113,6 +118,19 @@ def launch_npu(kernel, arrays, grid, options) -> object:
     if art.persistent:
         stats.grid, stats.programs = user_grid, user_grid[0] * user_grid[1] * user_grid[2]
     return stats
+
+
+_ZERO_ROWS: dict = {}
+
+
+def _zeros(nbytes: int):
+    """A read-only row of zero bytes (shared by launches)."""
+    z = _ZERO_ROWS.get(nbytes)
+    if z is None:
+        import numpy as np
+        z = _ZERO_ROWS[nbytes] = np.zeros(nbytes, np.uint8)
+        z.flags.writeable = False
+    return z
 
 
 def _execution_error(e, grid) -> ExecutionError:
