@@ -70,6 +70,15 @@ class CubeEmitter:
             self.fail(f"tl.dot of {M}x{K} by {K}x{N} {tin} needs {M * np_ * 4} bytes of L0C for its result but it "
                       f"holds {self.m.capacity['l0c']}; use smaller blocks")
         mt, nt, kt = self._l0_tiles(M, N, K, es, k0)
+        # consecutive dots use alternate halves of L0A/L0B when their tiles fit in one: MTE1 fills
+        # one half while the cube reads the other
+        kp_t, np_t = _ceil_to(kt, k0), _ceil_to(nt, 16)
+        half_a, half_b = self.m.capacity["l0a"] // 2, self.m.capacity["l0b"] // 2
+        if mt * kp_t * es <= half_a and kp_t * np_t * es <= half_b:
+            self._dot_parity = 1 - getattr(self, "_dot_parity", 1)
+            self._l0_base = {"l0a": self._dot_parity * half_a, "l0b": self._dot_parity * half_b}
+        else:
+            self._l0_base = {"l0a": 0, "l0b": 0}
         a_at, a_rows, a_cols, a_t = self._stage(a_v, tin, "A")
         b_at, b_rows, b_cols, b_t = self._stage(b_v, tin, "B")
         self._operands = (a_at, a_rows, a_cols, a_t, b_at, b_rows, b_cols, b_t, mt, nt, kt, es, k0, tin)
@@ -143,18 +152,22 @@ class CubeEmitter:
             self.fail(f"tl.dot: an L0 tile of this operand starts at a misaligned L1 address; use block sizes "
                       f"whose rows are multiples of {align} bytes")
         extra, suffix = (", transpose=1", f".{tin}") if transpose else ("", "")
-        self.emit(f"mov.l1.{space}{suffix} {space}[0], l1[{src}], {nseg}, {seg}, {stride}, {dst_stride}{extra}",
-                  "MTE1", [Access("l1", src, src + (nseg - 1) * stride + seg)], [Access(space, 0, nbytes)])
+        base = getattr(self, "_l0_base", None) or {"l0a": 0, "l0b": 0}
+        base = base[space]
+        self.emit(f"mov.l1.{space}{suffix} {space}[{base}], l1[{src}], {nseg}, {seg}, {stride}, {dst_stride}{extra}",
+                  "MTE1", [Access("l1", src, src + (nseg - 1) * stride + seg)], [Access(space, base, base + nbytes)])
 
     def _mmad(self, c: Tile, tacc, tin, M, K, N, np_, init: int, row_stride=None) -> None:
         es = _esize(tin)
         kp = _ceil_to(K, _K0_BYTES // es)
         cacc = Access("l0c", c.addr, c.addr + M * np_ * 4)
-        reads = [Access("l0a", 0, M * kp * es), Access("l0b", 0, kp * _ceil_to(N, 16) * es)] if K else []
+        base = getattr(self, "_l0_base", None) or {"l0a": 0, "l0b": 0}
+        ba, bb = base["l0a"], base["l0b"]
+        reads = [Access("l0a", ba, ba + M * kp * es), Access("l0b", bb, bb + kp * _ceil_to(N, 16) * es)] if K else []
         if not init:
             reads.append(cacc)
         cop = f"l0c[{c.addr}, {row_stride}]" if row_stride and row_stride != _ceil_to(N, 16) else f"l0c[{c.addr}]"
-        self.emit(f"mmad.{tacc}.{tin} {cop}, l0a[0], l0b[0], {M}, {K}, {N}, init={init}", "M", reads, [cacc])
+        self.emit(f"mmad.{tacc}.{tin} {cop}, l0a[{ba}], l0b[{bb}], {M}, {K}, {N}, init={init}", "M", reads, [cacc])
 
     def zero_l0c(self, c: Tile, dot) -> None:
         """Zero an L0C accumulator: an initialising product over k = 0."""
