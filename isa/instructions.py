@@ -273,8 +273,9 @@ _GD = (("nrows", "val"), ("row_bytes", "val"), ("row_stride", "val"))
 _add("gather.gm.ub", ("A?",), (("dst", "ub:w"), ("base", "gm:r"), ("idx", "ub:r")) + _GD
      + (("dst_stride", "val"),), "MTE2", "gather", "gather", "gather",
      "row i (< nrows): row_bytes from base + idx[i]*row_stride to dst + i*dst_stride; idx=i32|i64; "
-     "mask= (u8 per row) skips rows, filled with pad (type T) if given", "transfer",
-     (("idx", "none", "i32"), ("mask", "ub:r", "none"), ("pad", "val", "none")))
+     "mask= (u8 per row) skips rows, filled with pad (type T) if given; valid= reads only the first "
+     "valid bytes of each row and fills the rest with pad", "transfer",
+     (("idx", "none", "i32"), ("mask", "ub:r", "none"), ("pad", "val", "none"), ("valid", "val", "row_bytes")))
 _add("scatter.ub.gm", ("A?",), (("base", "gm:w"), ("src", "ub:r"), ("idx", "ub:r")) + _GD
      + (("src_stride", "val"),), "MTE3", "gather", "gather", "scatter",
      "row i: row_bytes from src + i*src_stride to base + idx[i]*row_stride; mask= skips rows; "

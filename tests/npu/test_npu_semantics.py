@@ -474,6 +474,28 @@ def test_gather_and_scatter_with_mask_pad_and_atomic():
     cover("gather.gm.ub", "scatter.ub.gm")
 
 
+@pytest.mark.parametrize("valid", [0, 8, 12, 16])
+def test_gather_valid_reads_part_of_each_row_and_pads_the_rest(valid):
+    table = np.arange(100 * 4, dtype=np.float32).reshape(100, 4)
+    idx = np.array([5, 99, 0, 42], np.int32)
+    out = np.zeros((4, 4), np.float32)
+    text = f""".kernel t
+.param table gm f32
+.param idx gm i32
+.param out gm f32
+    mov.gm.ub ub[0], idx[0], 1, 16, 0, 0
+    gather.gm.ub.f32 ub[1024], table[0], ub[0], 4, 16, 16, 32, valid={valid}, pad=-2.0
+    set_flag MTE2, MTE3, 0
+    wait_flag MTE2, MTE3, 0
+    mov.ub.gm out[0], ub[1024], 4, 16, 32, 16
+"""
+    stats = assemble(text).run(dict(table=table, idx=idx, out=out))
+    exp = table[idx].copy()
+    exp[:, valid // 4:] = -2.0
+    np.testing.assert_array_equal(out, exp)
+    assert stats.bytes_by_path["gm->ub"] == 16 + 4 * valid       # only the valid bytes are read
+
+
 # ================================ scalar =====================================================
 SINT = {"add": (7, -3, 4), "sub": (7, -3, 10), "mul": (7, -3, -21), "div": (-7, 2, -3),
         "rem": (-7, 2, -1), "and": (12, 10, 8), "or": (12, 10, 14), "xor": (12, 10, 6),

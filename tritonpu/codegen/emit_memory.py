@@ -213,17 +213,19 @@ class MemoryEmitter:
             self.fail("gather: `other` must be a scalar or a constant on the NPU")
         idx = self.dense(self.as_tile(offs))
         V = self.scalar(valid)
-        if not self.const(V, cols):
-            self.vfill(dst, pad)
         base_off = f"{param}[{base}]"
         extra = f", idx={idx.dtype}"
         reads = [Access.gm(param), self.acc(idx)]
         if mask is not None:
             m = self.dense(self.as_tile(mask))
-            extra += f", mask=ub[{m.addr}], pad={pad}"
+            extra += f", mask=ub[{m.addr}]"
             reads.append(self.acc(m))
+        if not self.const(V, cols):
+            extra += f", valid={self.mul_imm(V, es)}"      # columns past it get `pad`, by the transfer
+        if mask is not None or not self.const(V, cols):
+            extra += f", pad={pad}"
         self.emit(f"gather.gm.ub.{dst.dtype} ub[{dst.addr}], {base_off}, ub[{idx.addr}], {rows}, "
-                  f"{self.mul_imm(V, es)}, {es}, {cols * es}{extra}", "MTE2", reads, [self.acc(dst)])
+                  f"{cols * es}, {es}, {cols * es}{extra}", "MTE2", reads, [self.acc(dst)])
 
     def op_scatter_rows(self, op) -> None:
         ptr, offs, valid, value = op.operands[:4]

@@ -193,6 +193,7 @@ def _gather(st, inst, prog):
     et = npdt(inst.types[0]) if inst.types else None
     atomic = o.get("atomic")
     pad = getter(o["pad"], R) if "pad" in o else None
+    g_valid = getter(o["valid"], R) if "valid" in o else None
     race = st.race
     lpl = m.l2_line_bytes // m.beat_bytes
     seen = st.gm_seen.get(gname)
@@ -216,8 +217,11 @@ def _gather(st, inst, prog):
         if gmask is not None:
             sel = gmask(1, n)[0] != 0
             rows, idx = rows[sel], idx[sel]
+        full = rb
+        if g_valid is not None:         # read the first `valid` bytes of each row, pad the rest
+            rb = min(max(g_valid(), 0), full)
         starts = gb + idx * rs
-        u_hi = ua + (n - 1) * us + rb
+        u_hi = ua + (n - 1) * us + full
         st.check_onchip(umem.space, ua, u_hi, inst, "write" if not scatter else "read")
         st.check_align(umem.space, ua, inst)
         if starts.size:
@@ -227,6 +231,12 @@ def _gather(st, inst, prog):
             race.access(pipe, umem.space, ua, u_hi, not scatter, inst)
         uview = _view(ubuf, U8, (n, rb), ua, (us, 1))
         bidx = starts[:, None] + np.arange(rb)
+        if rb < full and not scatter:
+            eb = et.itemsize
+            if rb % eb or full % eb:
+                raise MisalignedError(f"valid={rb} / row_bytes={full} are not whole {inst.types[0]} elements",
+                                      inst=inst)
+            _view(ubuf, et, (n, (full - rb) // eb), ua + rb, (us, eb))[...] = np_scalar(pad(), et)
         if scatter:
             if atomic:
                 eb = et.itemsize
@@ -243,9 +253,13 @@ def _gather(st, inst, prog):
             uview[rows] = gbuf[bidx]
             if pad is not None and sel is not None and not sel.all():
                 eb = et.itemsize
-                tv = _view(ubuf, et, (n, rb // eb), ua, (us, eb))
+                tv = _view(ubuf, et, (n, full // eb), ua, (us, eb))
                 tv[~sel] = np_scalar(pad(), et)
         bmap[bidx] = True
+        if rb == 0:                             # nothing read (valid=0): the fill costs nothing
+            cost = cycles.read_transfer(m, path, 0, 0)
+            tick(pipe, cost, inst, m.paths[path].latency)
+            return
         gran, beats, segs = cycles.granules(starts, rb, m.beat_bytes)
         if scatter:
             cost = cycles.write_transfer(m, path, beats)
