@@ -224,7 +224,7 @@ def _gather(st, inst, prog):
         u_hi = ua + (n - 1) * us + full
         st.check_onchip(umem.space, ua, u_hi, inst, "write" if not scatter else "read")
         st.check_align(umem.space, ua, inst)
-        if starts.size:
+        if starts.size and rb > 0:              # reading nothing touches no address
             lo, hi = int(starts.min()), int(starts.max()) + rb
             st.check_gm(gname, lo, hi, inst, "scatter to" if scatter else "gather from")
         if race is not None:
