@@ -19,10 +19,10 @@ from tritonpu.passes import PassManager
 from tritonpu.passes.manager import PassError
 
 # The passes the NPU path runs, in order (each is a file in tritonpu/passes/).
-NPU_PIPELINE = ["canonicalize", "memory-analysis", "cse", "fusion", "dce", "tiling", "persistent",
+NPU_PIPELINE = ["canonicalize", "memory-analysis", "cse", "fusion", "unswitch", "dce", "tiling", "persistent",
                 "double-buffer", "cleanup", "buffer-planning"]
 # Passes a user may switch off (results must not change; tests check it).
-OPTIONAL_PASSES = ("canonicalize", "memory-analysis", "cse", "fusion", "persistent", "double-buffer")
+OPTIONAL_PASSES = ("canonicalize", "memory-analysis", "cse", "fusion", "unswitch", "persistent", "double-buffer")
 
 
 @dataclass

@@ -4,7 +4,8 @@ Guarantees: every op without effects whose results are all unused is removed, in
 repeatedly until nothing more goes; ``for``/``if``/``while`` ops are removed when their results
 are unused and their regions hold no op with effects; a value a ``for`` loop carries is removed
 (init, region argument, result, and the ops that only advance it) when its result is unused and
-the loop uses it for nothing but computing its own next value. Ops with effects (loads, stores,
+the loop uses it for nothing but computing its own next value; results of an ``if`` nothing uses
+are removed with the values its branches yield for them. Ops with effects (loads, stores,
 atomics, prints, asserts) and terminators are never removed.
 """
 from __future__ import annotations
@@ -30,6 +31,8 @@ class DeadCodeElimination(Pass):
             for op in list(fn.walk()):
                 if op.name == "for":
                     changed |= _prune_carried(op, fn)
+                elif op.name == "if":
+                    changed |= _prune_if_results(op, fn)
             if not changed:
                 return
 
@@ -45,6 +48,19 @@ class DeadCodeElimination(Pass):
             keep.append(op)
         region.ops = keep
         return changed
+
+
+def _prune_if_results(op: Op, fn: Function) -> bool:
+    """Drop results of an if that nothing uses (and what its branches yield for them)."""
+    used = {id(v) for o in fn.walk() for v in o.operands}
+    dead = [i for i, r in enumerate(op.results) if id(r) not in used]
+    for i in reversed(dead):
+        for region in op.regions:
+            del region.terminator.operands[i]
+        del op.results[i]
+    for j, r in enumerate(op.results):
+        r.index = j
+    return bool(dead)
 
 
 def _prune_carried(op: Op, fn: Function) -> bool:

@@ -124,6 +124,7 @@ class _Aff:
 class _Analyzer:
     def __init__(self, b: _Builder):
         self.b = b
+        self.assumptions: list = []      # i1 scalars the structured form needs (else: element path)
 
     # ---- offsets ----------------------------------------------------------------------------------
     def affine(self, v) -> _Aff:
@@ -173,6 +174,21 @@ class _Analyzer:
                 if p is not None and p.uniform and q is not None and q.rowdata is None:
                     return _Aff(b.mul(q.c, p.c), [b.mul(s, p.c) for s in q.strides])
             raise _NotAffine
+        if name == "rem" and v.type.scalar.is_int:
+            # (c + i_d) % m with a uniform m: affine as long as the block does not wrap around
+            # (0 <= c % m and c % m + size_d <= m); the load or store is guarded by that condition
+            x, y = self.affine(op.operands[0]), self.affine(op.operands[1])
+            live = [d for d, st in enumerate(x.strides) if not (isinstance(st, int) and st == 0)]
+            if x.rowdata is not None or not y.uniform or len(live) != 1 or x.strides[live[0]] != 1:
+                raise _NotAffine
+            d = live[0]
+            c = b.op("rem", list(b._unify(x.c, y.c)[:2]), b._unify(x.c, y.c)[2]) \
+                if not (isinstance(x.c, int) and isinstance(y.c, int)) else x.c % y.c
+            end = b.add(c, v.type.shape[d])
+            ok = b.op("cmp", list(b._unify(end, y.c)[:2]), T.i1, pred="le")
+            nonneg = b.op("cmp", list(b._unify(c, 0)[:2]), T.i1, pred="ge")
+            self.assumptions += [ok, nonneg]
+            return _Aff(c, x.strides)
         if name == "shl":
             k = _const(op.operands[1])
             if not isinstance(k, int) or not 0 <= k < 31:
@@ -407,6 +423,41 @@ class MemoryAnalysis(Pass):
         b = _Builder(op)
         an = _Analyzer(b)
         an.inductions = self.inductions
+        ops = self._rewrite_fast(op, b, an)
+        if ops is None or not an.assumptions:
+            return ops
+        # guarded: `if assumptions { structured transfer } else { the original load/store }`
+        n_pure = len(b.ops)
+        pure, fast = ops[:n_pure], ops[n_pure:]
+        cond = an.assumptions[0]
+        for c in an.assumptions[1:]:
+            cond = b.op("and", [cond, c], T.i1)
+        pure += b.ops[n_pure:]
+        loc = op.loc
+        if op.name == "load":
+            fast_val = fast[-1].result
+            guard = Op("if", [cond], [op.result.type], loc=loc)
+            then = Region([], fast + [Op("yield", [fast_val], [], loc=loc)])
+            orelse = Region([], [op, Op("yield", [op.result], [], loc=loc)])
+            guard.regions = [then, orelse]
+            for r in guard.regions:
+                r.parent = guard
+                for o in r.ops:
+                    o.parent = r
+            for o in self.fn.walk():          # users of the loaded value now read the guard's result
+                if o not in fast and o is not then.ops[-1]:
+                    o.operands = [guard.result if v is fast_val else v for v in o.operands]
+            return pure + [guard]
+        guard = Op("if", [cond], [], loc=loc)
+        guard.regions = [Region([], fast + [Op("yield", [], [], loc=loc)]),
+                         Region([], [op, Op("yield", [], [], loc=loc)])]
+        for r in guard.regions:
+            r.parent = guard
+            for o in r.ops:
+                o.parent = r
+        return pure + [guard]
+
+    def _rewrite_fast(self, op: Op, b: "_Builder", an: "_Analyzer"):
         is_load = op.name == "load"
         ptr = op.operands[0]
         shape = ptr.type.shape

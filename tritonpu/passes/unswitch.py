@@ -1,0 +1,140 @@
+"""Loop unswitching: a branch on a loop-invariant condition becomes two versions of the loop.
+
+Guarantees: a ``for`` loop whose body holds (at its top level) an ``if`` whose condition is computed,
+by pure ops, only from values defined outside the loop, is replaced by
+``if cond { loop with the if's then-region in its place } else { loop with its else-region }``;
+the condition's ops move before the loop.  Each version computes exactly what the original did on
+the trips it runs (the condition is the same on every trip).  Memory analysis guards structured
+transfers with such conditions (``x % m`` offsets that do not wrap around); unswitching gives the
+fast version straight-line loads that double buffering and the cube path can use.  Innermost loops
+first; at most one branch per loop per run, and only loops whose body stays small (no nested loop).
+"""
+from __future__ import annotations
+
+from tritonpu.ir import Function, Op, Region
+from tritonpu.passes.double_buffer import _clone, _clone_op
+from tritonpu.passes.manager import Pass, register
+
+
+def _invariant_slice(body: Region, v):
+    """Body ops computing v from values outside the loop (program order), or None."""
+    defs = {id(r): o for o in body.ops for r in o.results}
+    need, stack = set(), [v]
+    while stack:
+        x = stack.pop()
+        o = defs.get(id(x))
+        if o is None:
+            if any(x is a for a in body.args):
+                return None
+            continue
+        if id(o) in need:
+            continue
+        if o.regions or o.opdef.effects or o.opdef.terminator:
+            return None
+        need.add(id(o))
+        stack.extend(o.operands)
+    return [o for o in body.ops if id(o) in need]
+
+
+def _version(loop: Op, guard: Op, branch: int) -> Op:
+    """A copy of ``loop`` with ``guard`` replaced by the ops of its region ``branch``."""
+    mapping: dict = {}
+    body = loop.regions[0]
+    args = [type(a)(a.type, a.name) for a in body.args]
+    for a, b in zip(body.args, args):
+        mapping[id(a)] = b
+    ops: list = []
+    for o in body.ops:
+        if o is guard:
+            region = guard.regions[branch]
+            _clone(region.ops[:-1], mapping, ops)
+            for r, y in zip(guard.results, region.ops[-1].operands):
+                mapping[id(r)] = mapping.get(id(y), y)
+            continue
+        ops.append(_clone_op(o, mapping))
+    new_body = Region(args, ops)
+    for o in ops:
+        o.parent = new_body
+    new = Op("for", list(loop.operands), [r.type for r in loop.results], dict(loop.attrs), [new_body], loop.loc)
+    for a, b in zip(loop.results, new.results):
+        b.name = a.name
+    return new
+
+
+@register
+class Unswitch(Pass):
+    name = "unswitch"
+
+    def run(self, fn: Function) -> None:
+        changed = True
+        while changed:
+            changed = False
+            for loop in reversed([o for o in fn.walk() if o.name == "for"]):
+                if self._unswitch(fn, loop):
+                    changed = True
+                    break
+
+    def _unswitch(self, fn: Function, loop: Op) -> bool:
+        body = loop.regions[0]
+        if any(o.name in ("for", "while") for top in body.ops for o in top.walk()):
+            return False
+        for guard in body.ops:
+            if guard.name != "if":
+                continue
+            cond_ops = _invariant_slice(body, guard.operands[0])
+            if cond_ops is None:
+                continue
+            region = loop.parent
+            # the condition's ops move before the loop (they read only values defined there)
+            body.ops = [o for o in body.ops if o not in cond_ops]
+            at = region.ops.index(loop)
+            region.ops[at:at] = cond_ops
+            for o in cond_ops:
+                o.parent = region
+            versions = [_version(loop, guard, 0), _version(loop, guard, 1)]
+            regions = []
+            for v in versions:
+                r = Region([], [v, Op("yield", list(v.results), [], loc=loop.loc)])
+                for o in r.ops:
+                    o.parent = r
+                regions.append(r)
+            outer = Op("if", [guard.operands[0]], [r.type for r in loop.results], regions=regions, loc=loop.loc)
+            for a, b in zip(loop.results, outer.results):
+                b.name = a.name
+            i = region.ops.index(loop)
+            region.ops[i] = outer
+            outer.parent = region
+            mapping = {id(a): b for a, b in zip(loop.results, outer.results)}
+            for o in fn.walk():
+                o.operands = [mapping.get(id(x), x) for x in o.operands]
+            _sink(fn, region, outer)
+            return True
+        return False
+
+
+def _sink(fn: Function, region: Region, outer: Op) -> None:
+    """Pure ops before ``outer`` used only inside one of its branches move into that branch (so the
+    other version does not keep their values alive)."""
+    inside = [set(id(o) for top in r.ops for o in top.walk()) for r in outer.regions]
+    users: dict = {}
+    for o in fn.walk():
+        for v in o.operands:
+            users.setdefault(id(v), []).append(o)
+    moved = True
+    while moved:
+        moved = False
+        at = region.ops.index(outer)
+        for o in reversed(region.ops[:at]):
+            if o.regions or o.opdef.effects or o.opdef.terminator or not o.results:
+                continue
+            us = [u for r in o.results for u in users.get(id(r), [])]
+            for k, ids in enumerate(inside):
+                if us and all(id(u) in ids for u in us):
+                    region.ops.remove(o)
+                    outer.regions[k].ops.insert(0, o)
+                    o.parent = outer.regions[k]
+                    ids.add(id(o))
+                    moved = True
+                    break
+            if moved:
+                break
