@@ -1,11 +1,19 @@
 """``tritonpu.autotune``, ``tritonpu.Config`` and ``tritonpu.heuristics`` with Triton's signatures.
 
-Until the tuner lands, an autotuned kernel runs its first config (after ``prune_configs_by``), and
-records the choice in ``best_config``.
+The tuner times configs the way an NPU user wants them timed: on the virtual NPU, by simulated
+cycles.  The first launch for a new value of the ``key`` arguments runs every config (after
+``prune_configs_by``) on copies of the array arguments — the caller's arrays see only the final
+run — skips configs that do not compile (a block too big for the chip), keeps the one with the
+fewest cycles in ``best_config`` (all figures in ``configs_timings``) and reuses it for that key.
+On the ``ref`` and ``cpu`` backends, which have no cycle model, the first config runs.
 """
 from __future__ import annotations
 
-from tritonpu.errors import LaunchError
+import os
+
+import numpy as np
+
+from tritonpu.errors import CompilationError, LaunchError
 
 
 class Config:
@@ -56,7 +64,17 @@ class Autotuner(_Wrapped):
         self.configs = list(configs)
         self.key = list(key)
         self.prune_configs_by = prune_configs_by or {}
+        self.reset_to_zero = list(reset_to_zero or [])
         self.best_config = None
+        self.configs_timings: dict = {}
+        self.cache: dict = {}
+
+    def _key(self, named: dict) -> tuple:
+        out = []
+        for k in self.key:
+            v = named.get(k)
+            out.append((tuple(v.shape), str(v.dtype)) if isinstance(v, np.ndarray) else v)
+        return tuple(out)
 
     def run(self, *args, grid, **kwargs):
         named = self._named(args, kwargs)
@@ -64,14 +82,43 @@ class Autotuner(_Wrapped):
         prune = self.prune_configs_by.get("early_config_prune")
         if prune is not None:
             configs = list(prune(configs, named, **kwargs)) or configs
-        config = configs[0]
-        for k in config.kwargs:
-            if k in kwargs:
-                raise LaunchError(f"conflicting meta-parameter `{k}`: given at launch and by the autotuner config")
+        for config in configs:
+            for k in config.kwargs:
+                if k in kwargs:
+                    raise LaunchError(f"conflicting meta-parameter `{k}`: given at launch and by the autotuner "
+                                      "config")
+        key = self._key(named)
+        config = self.cache.get(key)
+        if config is None:
+            config = self._tune(configs, args, grid, kwargs, named)
+            self.cache[key] = config
         self.best_config = config
         if config.pre_hook is not None:
             config.pre_hook({**named, **config.all_kwargs()})
         return self.fn.run(*args, grid=grid, **kwargs, **config.all_kwargs())
+
+    def _tune(self, configs, args, grid, kwargs, named):
+        from tritonpu.runtime.jit import DEFAULT_BACKEND
+        backend = kwargs.get("backend") or os.environ.get("TRITONPU_BACKEND") or DEFAULT_BACKEND
+        if len(configs) == 1 or backend != "npu":
+            return configs[0]
+        timings, first_error = {}, None
+        for config in configs:
+            trial = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
+            trial_kwargs = {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in kwargs.items()}
+            for name in self.reset_to_zero:
+                if name in self.arg_names[:len(trial)]:
+                    trial[self.arg_names.index(name)][...] = 0
+            try:
+                h = self.fn.run(*trial, grid=grid, **trial_kwargs, **config.all_kwargs())
+            except CompilationError as e:        # does not fit the chip: not a candidate
+                first_error = first_error or e
+                continue
+            timings[config] = h.stats.cycles
+        if not timings:
+            raise first_error
+        self.configs_timings = timings
+        return min(timings, key=timings.get)
 
 
 class Heuristics(_Wrapped):

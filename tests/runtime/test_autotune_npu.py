@@ -1,0 +1,62 @@
+"""The autotuner on the NPU: configs timed by simulated cycles, trials on copies of the arrays,
+configs that do not fit the chip skipped, one choice per key."""
+import numpy as np
+
+import tritonpu as triton
+import tritonpu.language as tl
+
+CONFIGS = [triton.Config({"BLOCK": 64}), triton.Config({"BLOCK": 2048}), triton.Config({"BLOCK": 65536})]
+
+
+@triton.autotune(configs=CONFIGS, key=["n"])
+@triton.jit
+def accumulate(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    tl.store(out_ptr + offs, tl.load(out_ptr + offs, mask=m) + tl.load(x_ptr + offs, mask=m), mask=m)
+
+
+def test_tuner_picks_the_config_with_fewest_cycles_and_runs_the_kernel_once_on_the_real_arrays():
+    n = 20000
+    x = np.random.default_rng(0).random(n).astype(np.float32)
+    out = np.ones(n, np.float32)
+    accumulate[lambda meta: (triton.cdiv(n, meta["BLOCK"]),)](x, out, n)
+    timings = accumulate.configs_timings
+    assert len(timings) == 3 and accumulate.best_config is min(timings, key=timings.get)
+    assert accumulate.best_config.kwargs["BLOCK"] == 2048
+    np.testing.assert_array_equal(out, 1 + x)       # trial runs worked on copies: added once
+    # the same key reuses the choice without timing again
+    accumulate.configs_timings = {}
+    accumulate[lambda meta: (triton.cdiv(n, meta["BLOCK"]),)](x, out, n)
+    assert accumulate.configs_timings == {}
+    np.testing.assert_array_equal(out, (1 + x) + x)
+
+
+@triton.autotune(configs=[triton.Config({"BLOCK": 1 << 17}), triton.Config({"BLOCK": 1024})], key=["n"])
+@triton.jit
+def row_sum(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(out_ptr, tl.sum(tl.load(x_ptr + offs, mask=offs < n, other=0.0), axis=0))
+
+
+def test_configs_that_do_not_fit_the_chip_are_skipped():
+    x = np.arange(1000, dtype=np.float32)
+    out = np.zeros(1, np.float32)
+    row_sum[(1,)](x, out, 1000)
+    assert row_sum.best_config.kwargs["BLOCK"] == 1024 and len(row_sum.configs_timings) == 1
+    assert out[0] == x.sum()
+
+
+def test_on_the_reference_backend_the_first_config_runs():
+    n = 100
+    x = np.ones(n, np.float32)
+    out = np.zeros(n, np.float32)
+
+    @triton.autotune(configs=CONFIGS, key=["n"])
+    @triton.jit
+    def acc2(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=offs < n), mask=offs < n)
+    acc2[lambda meta: (triton.cdiv(n, meta["BLOCK"]),)](x, out, n, backend="ref")
+    assert acc2.best_config is CONFIGS[0] and acc2.configs_timings == {}
+    np.testing.assert_array_equal(out, x)
