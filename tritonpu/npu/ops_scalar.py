@@ -197,8 +197,16 @@ def _scalar_mem(st, inst, mem, dt):
     eb = dt.itemsize
     addr_g = getter(mem.addr, st.R)
     if mem.space == "gm":
-        u8 = st.gm[mem.param]
-        arr = u8[: u8.size // eb * eb].view(dt)
+        gm, name = st.gm, mem.param
+
+        class _GmView:      # the array is looked up at run time (relaunches with other arrays)
+            def __getitem__(self, i):
+                u8 = gm[name]
+                return u8[i * eb:(i + 1) * eb].view(dt)[0]
+
+            def __setitem__(self, i, v):
+                gm[name][i * eb:(i + 1) * eb].view(dt)[0] = v
+        arr = _GmView()
 
         def index(write):
             a = addr_g()

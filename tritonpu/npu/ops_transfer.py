@@ -24,10 +24,13 @@ _ATOMIC_AT = {"add": np.add.at, "max": np.maximum.at, "min": np.minimum.at}
 
 
 def _side(st, mem):
-    """(buffer, is_gm, name) of one side of a transfer."""
+    """(buffer getter, is_gm, name) of one side of a transfer (GM arrays are looked up at run time:
+    a relaunch with other arrays of the same sizes reuses the decoded program)."""
     if mem.space == "gm":
-        return st.gm[mem.param], True, mem.param
-    return st.mem[mem.space], False, mem.space
+        gm, name = st.gm, mem.param
+        return (lambda: gm[name]), True, mem.param
+    buf = st.mem[mem.space]
+    return (lambda: buf), False, mem.space
 
 
 def _view(buf, dt, shape, offset, strides):
@@ -41,8 +44,8 @@ def _xfer(st, inst, prog):
     path = inst.spec.op
     pipe = PIPE_INDEX[inst.spec.pipe]
     dmem, smem = inst.args[0], inst.args[1]
-    dbuf, dgm, dname = _side(st, dmem)
-    sbuf, sgm, sname = _side(st, smem)
+    dbuf_g, dgm, dname = _side(st, dmem)
+    sbuf_g, sgm, sname = _side(st, smem)
     gd, gs = getter(dmem.addr, R), getter(smem.addr, R)
     g_nseg, g_seg, g_ss, g_ds = (getter(a, R) for a in inst.args[2:6])
     o = inst.opts
@@ -67,6 +70,7 @@ def _xfer(st, inst, prog):
     def run():
         nseg, seg, ss, ds = g_nseg(), g_seg(), g_ss(), g_ds()
         sa, da = gs(), gd()
+        sbuf, dbuf = sbuf_g(), dbuf_g()
         if nseg <= 0 or seg <= 0:
             tick(pipe, m.paths[path].latency or 1, inst, m.paths[path].latency)
             return
@@ -178,7 +182,7 @@ def _gather(st, inst, prog):
     pipe = PIPE_INDEX[inst.spec.pipe]
     gmem, umem = (inst.args[0], inst.args[1]) if scatter else (inst.args[1], inst.args[0])
     gname = gmem.param
-    gbuf = st.gm[gname]
+    gm = st.gm
     ubuf = st.mem[umem.space]
     g_g, g_u = getter(gmem.addr, R), getter(umem.addr, R)
     g_n, g_rb, g_rs, g_us = (getter(a, R) for a in inst.args[3:7])
@@ -202,6 +206,7 @@ def _gather(st, inst, prog):
     def run():
         n, rb, rs, us = g_n(), g_rb(), g_rs(), g_us()
         gb, ua = g_g(), g_u()
+        gbuf = gm[gname]
         if n <= 0 or rb <= 0:
             tick(pipe, m.paths[path].latency or 1, inst, m.paths[path].latency)
             return

@@ -58,6 +58,22 @@ class State:
         self.core = 0
         self.reset_core(0)
 
+    def new_launch(self):
+        """Start another launch with the same decoded program and the same GM arrays: clear the
+        launch-wide accumulators, the L2 and roofline maps and the on-chip memories in place
+        (the decoded closures hold references to all of them)."""
+        for space in self.mem.values():
+            space.fill(0)
+        for maps in (self.gm_seen, self.gm_read, self.gm_written):
+            for a in maps.values():
+                a.fill(False)
+        self.bytes_by_path, self.macs, self.stalls, self.queue_wait = {}, {}, {}, {}
+        self.core_cycles, self.busy_by_core, self.count_by_core = [], [], []
+        if self.trace is not None:
+            self.trace = []
+        self.loops.clear()
+        self.reset_core(0)
+
     # ---- per core / per program ----------------------------------------------------------------
     def reset_core(self, core):
         self.core = core
