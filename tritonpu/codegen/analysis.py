@@ -412,12 +412,9 @@ class Analysis:
             h = self.home.get(id(arg))
             if i in skip or h not in (UB, L1) or self.home.get(id(init)) != h:
                 continue
-            ga, gi = self.group_of[id(arg)], self.group_of[id(init)]
-            if ga is not gi and h == UB and self._outer_carried_init(op, init):
-                merge(ga, init)
-                continue
             if init.owner is None:
                 continue
+            ga, gi = self.group_of[id(arg)], self.group_of[id(init)]
             if ga is gi or any(w is init for j, w in enumerate(op.operands) if j != 3 + i):
                 continue
             start = self.span[id(op)][0]
@@ -426,17 +423,6 @@ class Analysis:
                            if not (u.parent is op.parent and self.span[id(u)][0] < start))
                    and self.last_use.get(id(v), 0) <= start + 1 for v in gi.values):
                 merge(ga, init)
-
-    def _outer_carried_init(self, op: Op, init) -> bool:
-        """The init is a tile an enclosing loop carries (prefetched for this trip) and reads for
-        nothing else: the inner loop carries it on in the same buffer."""
-        outer = op.parent.parent if op.parent is not None else None
-        if init.owner is not None or outer is None or outer.name != "for" or \
-                not any(a is init for a in outer.regions[0].args[1:]):
-            return False
-        j = outer.regions[0].args.index(init) - 1
-        return [u for u, _ in self.users.get(id(init), [])] == [op] and \
-            outer.regions[0].terminator.operands[j] is not init
 
     def _coalesce_branches(self, op: Op, merge) -> None:
         """A tile a branch computes and yields is computed in the if's result buffer."""

@@ -40,9 +40,8 @@ def _positive_step(v) -> bool:
 class _Loop:
     """What one for op offers for prefetching."""
 
-    def __init__(self, op: Op, l1_homes=None):
+    def __init__(self, op: Op):
         self.op = op
-        self.l1_homes = l1_homes
         self.body = op.regions[0]
         self.term = self.body.terminator
         self.iv, *self.iters = self.body.args
@@ -81,10 +80,7 @@ class _Loop:
     def candidates(self, nexts) -> list:
         """Loads to prefetch: not the first-trip loads of an inner pipelined loop (already ahead),
         and none from an argument the loop writes (a prefetch would read before that write)."""
-        # an inner loop's first-trip loads are prefetched here too when they live in UB (the inner
-        # loop starts from a copy); dot operands staged in L1 are left to the inner loop
-        inits = {id(v) for o in self.body.ops if o.name == "for" for v in o.operands[3:]
-                 if self.l1_homes is None or id(v) in self.l1_homes}
+        inits = {id(v) for o in self.body.ops if o.name == "for" for v in o.operands[3:]}
         written = _written_roots(self.body)
         out = []
         for o in self.body.ops:
@@ -172,9 +168,7 @@ class DoubleBuffer(Pass):
         lb, ub, step = op.operands[:3]
         if not _positive_step(step):
             return
-        from tritonpu.codegen.analysis import L1, Analysis
-        an = Analysis(fn)
-        lp = _Loop(op, {k for k, h in an.home.items() if h == L1})
+        lp = _Loop(op)
         nexts = lp.next_computable()
         loads = lp.candidates(nexts)
         if not loads:
