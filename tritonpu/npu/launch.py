@@ -13,6 +13,7 @@ import numpy as np
 from tritonpu.dtypes import SCALARS, from_numpy
 from tritonpu.isa import machine as get_machine
 
+from . import gmmaps
 from .errors import LaunchError, NpuError
 from .ops_scalar import to_type
 from .registry import decode
@@ -123,8 +124,8 @@ def bind(st, prog, args, base_dir=None, rebind=True):
                 continue
             st.gm[p.name] = u8
             st.gm_seen[p.name] = np.zeros(u8.size // line + 2, np.bool_)
-            st.gm_read[p.name] = np.zeros(u8.size, np.bool_)
-            st.gm_written[p.name] = np.zeros(u8.size, np.bool_)
+            st.gm_read[p.name] = gmmaps.new(u8.size)
+            st.gm_written[p.name] = gmmaps.new(u8.size)
             arrays[p.name] = a
         else:
             if x is None:

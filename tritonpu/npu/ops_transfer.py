@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import cycles
+from . import cycles, gmmaps
 from .errors import LaunchError, MisalignedError
 from .ops_scalar import np_scalar
 from .registry import family
@@ -147,22 +147,22 @@ def _xfer(st, inst, prog):
                 cold = warm = 0
             elif nseg == 1:
                 cold, warm = cycles.l2_read_range(seen, sa, sa + rl, beat, lpl)
-                rmap[sa:sa + rl] = True
+                gmmaps.mark_range(rmap, sa, sa + rl)
             else:
                 starts = sa + np.arange(nseg, dtype=np.int64) * ss
                 gran, _, segs = cycles.granules(starts, rl, beat)
                 cold, warm = cycles.l2_read(seen, gran, segs, lpl)
-                _view(rmap, BOOL, (nseg, rl), sa, (ss, 1))[...] = True
+                gmmaps.mark_segments(rmap, sa, nseg, rl, ss)
             cost = cycles.read_transfer(m, path, cold, warm)
             st.add_bytes(path, nseg * rl)
         elif dgm:
             if nseg == 1:
                 beats = (da + dl - 1) // beat - da // beat + 1
-                wmap[da:da + dl] = True
+                gmmaps.mark_range(wmap, da, da + dl)
             else:
                 starts = da + np.arange(nseg, dtype=np.int64) * ds
                 _, beats, _ = cycles.granules(starts, dl, beat)
-                _view(wmap, BOOL, (nseg, dl), da, (ds, 1))[...] = True
+                gmmaps.mark_segments(wmap, da, nseg, dl, ds)
             cost = cycles.write_transfer(m, path, beats)
             st.add_bytes(path, nseg * dl)
         else:
@@ -260,7 +260,7 @@ def _gather(st, inst, prog):
                 eb = et.itemsize
                 tv = _view(ubuf, et, (n, full // eb), ua, (us, eb))
                 tv[~sel] = np_scalar(pad(), et)
-        bmap[bidx] = True
+        gmmaps.mark_rows(bmap, starts, rb)
         if rb == 0:                             # nothing read (valid=0): the fill costs nothing
             cost = cycles.read_transfer(m, path, 0, 0)
             tick(pipe, cost, inst, m.paths[path].latency)

@@ -36,7 +36,7 @@ class State:
         self.mem = {s: np.zeros(machine.capacity[s], np.uint8) for s in SPACES}
         self.gm = {}            # param -> 1-D uint8 view of the caller's array
         self.gm_seen = {}       # param -> bool per 512 B line read so far (L2 model)
-        self.gm_read = {}       # param -> bool per byte read (roofline)
+        self.gm_read = {}       # param -> bytes read, a bit per byte (gmmaps; the roofline)
         self.gm_written = {}
         self.R = [0] * prog.nslots
         self.scalar_args = {}
@@ -66,7 +66,7 @@ class State:
             space.fill(0)
         for maps in (self.gm_seen, self.gm_read, self.gm_written):
             for a in maps.values():
-                a.fill(False)
+                a.fill(0)
         self.bytes_by_path, self.macs, self.stalls, self.queue_wait = {}, {}, {}, {}
         self.core_cycles, self.busy_by_core, self.count_by_core = [], [], []
         if self.trace is not None:

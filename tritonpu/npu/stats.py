@@ -16,9 +16,10 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
-import numpy as np
 
 from tritonpu.isa import PIPE_STAT_NAMES, PIPES
+
+from . import gmmaps
 
 _ORDER = ["scalar", "mte2", "mte1", "cube", "fix", "vector", "mte3"]
 
@@ -68,8 +69,8 @@ class Stats:
         by_pipe = {n: 0 for n in PIPE_STAT_NAMES}
         for path, b in st.bytes_by_path.items():
             by_pipe[PIPE_STAT_NAMES[PIPES.index(m.paths[path].pipe)]] += b
-        rd = int(sum(np.count_nonzero(x) for x in st.gm_read.values()))
-        wr = int(sum(np.count_nonzero(x) for x in st.gm_written.values()))
+        rd = sum(gmmaps.count(x) for x in st.gm_read.values())
+        wr = sum(gmmaps.count(x) for x in st.gm_written.values())
         terms = {"mte2 read": rd / (cores * m.ddr_bytes_per_cycle),
                  "mte3 write": wr / (cores * m.paths["ub->gm"].bytes_per_cycle),
                  "cube": sum(v / (cores * m.macs_per_cycle(t)) for t, v in st.macs.items())}
