@@ -32,3 +32,14 @@ associative_scan = _not_supported("associative_scan")
 join = _not_supported("join")
 split = _not_supported("split")
 sort = _not_supported("sort")
+
+
+def __getattr__(name):
+    """``tl.rand`` & co. live in ``random.py`` as @jit functions (imported on first use: the jit
+    runtime imports this package)."""
+    if name in ("rand", "rand4x", "randn", "randn4x", "randint", "randint4x", "philox", "pair_uniform_to_normal",
+                "uint_to_uniform_float", "random"):
+        import importlib
+        _random = importlib.import_module("tritonpu.language.random")
+        return _random if name == "random" else getattr(_random, name)
+    raise AttributeError(f"module 'tritonpu.language' has no attribute {name!r}")

@@ -185,7 +185,18 @@ def cdiv(x, div):
 
 @builtin
 def umulhi(x, y):
-    raise SemanticError("tl.umulhi is not supported yet")
+    """The high half of the double-width product of two integers of one width (as unsigned)."""
+    x, y = S.binary_operands(x, y)
+    dt = x.dtype
+    if not dt.is_int() or dt.primitive_bitwidth not in (8, 16, 32):
+        raise SemanticError(f"tl.umulhi takes 8-, 16- or 32-bit integers, got {dt}")
+    bits = dt.primitive_bitwidth
+    unsigned = tl.dtype(f"uint{bits}")
+    wide = tl.uint64
+    a = S.cast(S.cast(x, unsigned, bitcast=True), wide)
+    b = S.cast(S.cast(y, unsigned, bitcast=True), wide)
+    hi = S.cast(S.shr(S.mul(a, b), S.scalar_constant(bits, wide)), unsigned)
+    return S.cast(hi, dt, bitcast=True)
 
 
 # -- shapes ------------------------------------------------------------------------------------
