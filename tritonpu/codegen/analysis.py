@@ -204,22 +204,34 @@ class Analysis:
         for op in fn.walk():
             if op.name == "for":
                 self._l0c_carries(op)
-                self._l1_carries(op)
+        changed = True
+        while changed:              # an L1 init must meet an L1 carry, or neither is in L1
+            changed = False
+            for op in fn.walk():
+                if op.name == "for":
+                    changed |= self._l1_carries(op)
 
-    def _l1_carries(self, op: Op) -> None:
-        """Dot operand tiles a loop carries (double-buffered loads) stay in L1."""
+    def _l1_carries(self, op: Op) -> bool:
+        """Dot operand tiles a loop carries (double-buffered loads) stay in L1 — when its init, the
+        value it yields and its uses all can; otherwise none of them is in L1 (returns a change)."""
         body = op.regions[0]
         term = body.terminator
+        changed = False
         for i, (init, arg) in enumerate(zip(op.operands[3:], body.args[1:])):
             y = term.operands[i]
             res = op.results[i]
-            if self.home.get(id(init)) == L1 and self.home.get(id(y)) == L1 and \
-                    (not self.users.get(id(res)) or self._dot_operand_only(res)):
-                self.home[id(arg)] = L1
-                self.home[id(op.results[i])] = L1
-                for u, _ in self.users.get(id(arg), []):
-                    if u.name == "permute":
-                        self.home[id(u.result)] = L1
+            ends = [init, y]
+            if not any(self.home.get(id(v)) == L1 for v in ends):
+                continue
+            ok = all(self.home.get(id(v)) == L1 for v in ends) and \
+                (not self.users.get(id(res)) or self._dot_operand_only(res))
+            views = [u.result for u, _ in self.users.get(id(arg), []) if u.name == "permute"]
+            for v in [arg, res] + views + ([] if ok else ends):
+                want = L1 if ok else UB
+                if self.home.get(id(v)) != want:
+                    self.home[id(v)] = want
+                    changed = True
+        return changed
 
     def _l0c_carries(self, op: Op) -> None:
         """Accumulators a loop keeps in L0C: the carried value is the ``acc`` of a dot whose result

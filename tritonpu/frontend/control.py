@@ -12,6 +12,7 @@ import builtins
 
 from tritonpu.ir import Builder, Region, Value
 from tritonpu.language import core as tl
+from tritonpu.language import block_ptr as BP
 from tritonpu.language import semantic as S
 from tritonpu.language.core import tensor
 
@@ -202,32 +203,30 @@ class ControlFlow:
         iv_dt = tl.int64 if any(b.dtype.int_bitwidth == 64 for b in bounds) else tl.int32
         bounds = [S.cast(b, iv_dt) for b in bounds]
         carried = self._carried(node.body)
-        inits = [self._to_carried(name) for name in carried]
+        inits = self._carried_inits(carried)
         iv = Value(iv_dt.ir, node.target.id)
-        region = Region([iv] + [Value(v.ty, name) for name, v in zip(carried, inits)])
+        region = Region([iv] + [Value(v.ty, name) for name, v in inits])
         scope = dict(self.scope)
         scope[node.target.id] = tensor(iv, iv.type)
-        for name, arg in zip(carried, region.args[1:]):
-            scope[name] = tensor(arg, arg.type)
+        self._bind_carried(scope, carried, region.args[1:])
         body_scope = self._in_region(region, scope, node.body)
         if _contains_return(node.body):
             raise self.error(node, "return inside a loop is not supported")
         yields = self._loop_yields(node, region, carried, inits, body_scope)
         Builder(region, self.builder.loc).create("yield", [v.handle for v in yields])
-        op = self.builder.create("for", [b.handle for b in bounds] + [v.handle for v in inits],
-                                 [v.ty for v in inits], regions=[region])
+        op = self.builder.create("for", [b.handle for b in bounds] + [v.handle for _, v in inits],
+                                 [v.ty for _, v in inits], regions=[region])
         self._bind_results(op, carried)
 
     def visit_While(self, node):
         if node.orelse:
             raise self.error(node, "while/else is not supported in kernels")
         carried = self._carried(node.body)
-        inits = [self._to_carried(name) for name in carried]
-        before = Region([Value(v.ty, name) for name, v in zip(carried, inits)])
-        after = Region([Value(v.ty, name) for name, v in zip(carried, inits)])
+        inits = self._carried_inits(carried)
+        before = Region([Value(v.ty, name) for name, v in inits])
+        after = Region([Value(v.ty, name) for name, v in inits])
         scope = dict(self.scope)
-        for name, arg in zip(carried, before.args):
-            scope[name] = tensor(arg, arg.type)
+        self._bind_carried(scope, carried, before.args)
         saved_region, saved_scope = self.builder.region, self.scope
         self.builder.region, self.scope = before, scope
         try:
@@ -240,45 +239,85 @@ class ControlFlow:
         finally:
             self.builder.region, self.scope = saved_region, saved_scope
         scope = dict(self.scope)
-        for name, arg in zip(carried, after.args):
-            scope[name] = tensor(arg, arg.type)
+        self._bind_carried(scope, carried, after.args)
         body_scope = self._in_region(after, scope, node.body)
         if _contains_return(node.body):
             raise self.error(node, "return inside a loop is not supported")
         yields = self._loop_yields(node, after, carried, inits, body_scope)
         Builder(after, self.builder.loc).create("yield", [v.handle for v in yields])
-        op = self.builder.create("while", [v.handle for v in inits], [v.ty for v in inits], regions=[before, after])
+        op = self.builder.create("while", [v.handle for _, v in inits], [v.ty for _, v in inits],
+                                 regions=[before, after])
         self._bind_results(op, carried)
 
     def _carried(self, body) -> list[str]:
         out = []
         for name in _assigned_names(body):
             v = self.scope.get(name, _MISSING)
-            if isinstance(v, tensor) or _is_number(v):
+            if isinstance(v, (tensor, BP.block_ptr)) or _is_number(v):
                 out.append(name)
         return out
 
-    def _to_carried(self, name) -> tensor:
-        v = self.scope[name]
-        return v if isinstance(v, tensor) else S.to_tensor(v)
+    def _leaves(self, name, v) -> list:
+        """A carried value as the tensors a loop carries (a block pointer: its scalar parts)."""
+        if isinstance(v, BP.block_ptr):
+            return v.leaves()
+        return [v if isinstance(v, tensor) else S.to_tensor(v)]
+
+    def _carried_inits(self, carried) -> list:
+        """[(name, tensor)] of every carried leaf, in order."""
+        return [(name, leaf) for name in carried for leaf in self._leaves(name, self.scope[name])]
+
+    def _bind_carried(self, scope, carried, args) -> None:
+        """Bind each carried name to its region arguments (rebuilding block pointers)."""
+        args = list(args)
+        for name in carried:
+            v = self.scope[name]
+            if isinstance(v, BP.block_ptr):
+                n = len(v.leaves())
+                scope[name] = v.from_leaves([tensor(a, a.type) for a in args[:n]])
+                args = args[n:]
+            else:
+                a = args.pop(0)
+                scope[name] = tensor(a, a.type)
 
     def _loop_yields(self, node, region, carried, inits, body_scope) -> list[tensor]:
         yields = []
-        for name, init in zip(carried, inits):
+        init_iter = iter(inits)
+        for name in carried:
             v = body_scope.get(name)
-            if not isinstance(v, tensor):
-                if _is_number(v):
-                    v = self._materialize(region, v, init)
-                else:
-                    raise self.error(node, f"loop-carried variable `{name}` is re-assigned to a non-tensor value")
-            if v.ty != init.ty:
-                raise self.error(node, f"loop-carried variable `{name}` has initial type {init.ty} but is "
-                                       f"re-assigned to {v.ty} in the loop; make sure the type stays consistent "
-                                       f"(e.g. initialise it with tl.zeros(..., dtype=...) or cast with .to())")
-            yields.append(v)
+            start = self.scope[name]
+            if isinstance(start, BP.block_ptr):
+                if not isinstance(v, BP.block_ptr) or v.block_shape != start.block_shape:
+                    raise self.error(node, f"loop-carried block pointer `{name}` must stay a block pointer of "
+                                           f"block shape {start.block_shape}")
+                leaves = v.leaves()
+            else:
+                leaves = [v]
+            for v in leaves:
+                _, init = next(init_iter)
+                if not isinstance(v, tensor):
+                    if _is_number(v):
+                        v = self._materialize(region, v, init)
+                    else:
+                        raise self.error(node, f"loop-carried variable `{name}` is re-assigned to a non-tensor "
+                                               "value")
+                if v.ty != init.ty:
+                    raise self.error(node, f"loop-carried variable `{name}` has initial type {init.ty} but is "
+                                           f"re-assigned to {v.ty} in the loop; make sure the type stays "
+                                           "consistent (e.g. initialise it with tl.zeros(..., dtype=...) or cast "
+                                           "with .to())")
+                yields.append(v)
         return yields
 
     def _bind_results(self, op, carried):
-        for name, res in zip(carried, op.results):
-            res.name = name
-            self.scope[name] = tensor(res, res.type)
+        results = list(op.results)
+        for name in carried:
+            v = self.scope[name]
+            if isinstance(v, BP.block_ptr):
+                n = len(v.leaves())
+                part, results = results[:n], results[n:]
+                self.scope[name] = v.from_leaves([tensor(r, r.type) for r in part])
+            else:
+                res = results.pop(0)
+                res.name = name
+                self.scope[name] = tensor(res, res.type)

@@ -10,7 +10,8 @@ from tritonpu.language.functions import (abs, arange, argmax, argmin, atomic_add
                                          full, load, log, log2, max, max_constancy, max_contiguous, maximum, min,
                                          minimum, multiple_of, num_programs, permute, program_id, ravel, reshape,
                                          rsqrt, sigmoid, sin, softmax, sqrt, sqrt_rn, static_assert, static_print,
-                                         store, sum, trans, umulhi, view, where, zeros, zeros_like)
+                                         store, sum, trans, umulhi, view, where, zeros, zeros_like, make_block_ptr,
+                                         advance)
 
 
 class PropagateNan:
@@ -25,8 +26,6 @@ def _not_supported(name):
     return builtin(fn)
 
 
-make_block_ptr = _not_supported("make_block_ptr")
-advance = _not_supported("advance")
 reduce = _not_supported("reduce")
 associative_scan = _not_supported("associative_scan")
 join = _not_supported("join")

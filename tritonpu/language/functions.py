@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from tritonpu.language import core as tl
 from tritonpu.language import memory as M
+from tritonpu.language import block_ptr as BP
 from tritonpu.language import semantic as S
 from tritonpu.language.core import SemanticError, builtin, tensor
 
@@ -62,16 +63,40 @@ def cast(input, dtype, fp_downcast_rounding=None, bitcast=False):
 @builtin
 def load(pointer, mask=None, other=None, boundary_check=(), padding_option="", cache_modifier="",
          eviction_policy="", volatile=False):
+    pointer = tl._unwrap(pointer)
+    if isinstance(pointer, BP.block_ptr):
+        if tl._unwrap(mask) is not None or tl._unwrap(other) is not None:
+            raise SemanticError("tl.load through a block pointer takes boundary_check/padding_option, not "
+                                "mask/other")
+        ptrs, m = BP.pointers_and_mask(pointer, tl._unwrap(boundary_check), "tl.load")
+        fill = BP.fill_value(pointer, tl._unwrap(padding_option)) if m is not None else None
+        return M.load(ptrs, m, fill, cache_modifier, eviction_policy, volatile)
     if boundary_check or padding_option:
-        raise SemanticError("block pointers (boundary_check / padding_option) are not supported yet")
+        raise SemanticError("boundary_check / padding_option need a block pointer (tl.make_block_ptr)")
     return M.load(pointer, mask, other, cache_modifier, eviction_policy, volatile)
 
 
 @builtin
 def store(pointer, value, mask=None, boundary_check=(), cache_modifier="", eviction_policy=""):
+    pointer = tl._unwrap(pointer)
+    if isinstance(pointer, BP.block_ptr):
+        if tl._unwrap(mask) is not None:
+            raise SemanticError("tl.store through a block pointer takes boundary_check, not mask")
+        ptrs, m = BP.pointers_and_mask(pointer, tl._unwrap(boundary_check), "tl.store")
+        return M.store(ptrs, value, m, cache_modifier, eviction_policy)
     if boundary_check:
-        raise SemanticError("block pointers (boundary_check) are not supported yet")
+        raise SemanticError("boundary_check needs a block pointer (tl.make_block_ptr)")
     return M.store(pointer, value, mask, cache_modifier, eviction_policy)
+
+
+@builtin
+def make_block_ptr(base, shape, strides, offsets, block_shape, order):
+    return BP.make_block_ptr(base, shape, strides, offsets, block_shape, order)
+
+
+@builtin
+def advance(base, offsets):
+    return BP.advance(tl._unwrap(base), offsets)
 
 
 def _atomic(kind):

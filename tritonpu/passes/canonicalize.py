@@ -7,7 +7,10 @@ Guarantees:
 * ``x + 0``, ``x - 0``, ``x * 1``, ``x / 1`` (on any type) and ``x`` ops that change nothing
   (``broadcast``/``reshape`` to the same type) are replaced by ``x``; integer ``x * 0`` is not
   touched (a block's shape must be preserved), floating-point identities that would change NaN
-  or signed-zero results are not applied.
+  or signed-zero results are not applied;
+* ``acc + dot(a, b)`` (fp32/int32, the dot used nowhere else) is ``dot(a, b, acc)``, as Triton folds it;
+* a value a ``for`` loop carries unchanged (yielding its own region argument) is read from its
+  initial value instead, inside and after the loop.
 """
 from __future__ import annotations
 
@@ -36,11 +39,59 @@ def _python(value, ty):
     return int(v)
 
 
+def _fold_dot_accumulation(fn: Function) -> None:
+    """``acc + dot(a, b)`` (an f32/i32 block, the dot used only there) becomes ``dot(a, b, acc)``, as
+    Triton combines them: the cube then accumulates in place."""
+    users: dict = {}
+    for op in fn.walk():
+        for v in op.operands:
+            users.setdefault(id(v), []).append(op)
+    for op in list(fn.walk()):
+        if op.name != "add" or op.attrs.get("fused") or not op.result.type.is_block or \
+                str(op.result.type.scalar) not in ("f32", "i32"):
+            continue
+        for k, v in enumerate(op.operands):
+            dot = v.owner
+            other = op.operands[1 - k]
+            if dot is None or dot.name != "dot" or len(dot.operands) != 2 or users.get(id(v)) != [op] or \
+                    dot.parent is not op.parent or other.type != v.type:
+                continue
+            region = op.parent.ops
+            if other.owner is not None and other.owner.parent is op.parent and \
+                    region.index(other.owner) > region.index(dot):
+                continue                    # acc is computed after the dot: it cannot feed it
+            dot.operands.append(other)
+            op.parent.ops.remove(op)
+            for u in fn.walk():
+                u.operands = [v if x is op.result else x for x in u.operands]
+            break
+
+
+def _forward_invariant_carries(fn: Function) -> None:
+    """A value a for loop carries unchanged (it yields its own region argument) is the init: its
+    uses inside and after the loop read the init (dce then drops the carry)."""
+    mapping: dict = {}
+    for op in fn.walk():
+        if op.name != "for":
+            continue
+        body = op.regions[0]
+        for i, (arg, y) in enumerate(zip(body.args[1:], body.terminator.operands)):
+            if y is arg:
+                init = op.operands[3 + i]
+                mapping[id(arg)] = mapping.get(id(init), init)
+                mapping[id(op.results[i])] = mapping.get(id(init), init)
+    if mapping:
+        for op in fn.walk():
+            op.operands = [mapping.get(id(v), v) for v in op.operands]
+
+
 @register
 class Canonicalize(Pass):
     name = "canonicalize"
 
     def run(self, fn: Function) -> None:
+        _forward_invariant_carries(fn)
+        _fold_dot_accumulation(fn)
         consts: dict[int, object] = {}
         mapping: dict = {}
         self._region(fn.body, consts, mapping)

@@ -122,8 +122,9 @@ class _Aff:
 
 
 class _Analyzer:
-    def __init__(self, b: _Builder):
+    def __init__(self, b: _Builder, loops=None):
         self.b = b
+        self.loops = loops or {}        # for-loop region argument -> (loop, index): range facts
         self.assumptions: list = []      # i1 scalars the structured form needs (else: element path)
 
     # ---- offsets ----------------------------------------------------------------------------------
@@ -295,6 +296,11 @@ class _Analyzer:
             x, y = (self.affine(o) for o in op.operands)
             if x.rowdata is not None or y.rowdata is not None:
                 raise _NotAffine
+            # a lower bound `idx >= 0` (block pointers' boundary checks) that holds for every index
+            lo, zero = (x, y) if pred == "ge" else (y, x) if pred == "le" else (None, None)
+            if lo is not None and zero.uniform and _const(op.operands[1 if pred == "ge" else 0]) == 0 and \
+                    all(isinstance(st, int) and st >= 0 for st in lo.strides) and _nonneg(lo.c, self.loops):
+                return [None] * rank
             if pred in ("gt", "ge"):
                 x, y = y, x
                 pred = "lt" if pred == "gt" else "le"
@@ -336,6 +342,42 @@ class _Analyzer:
         return self.b.binop("minimum", self.b.binop("maximum", bound, 0), n)
 
 
+def _nonneg(v, loops: dict, assumed=frozenset()) -> bool:
+    """True when the integer scalar ``v`` (a Value or an int) is provably >= 0.  ``loops`` maps a
+    for-loop region argument to (loop, index)."""
+    if isinstance(v, int):
+        return v >= 0
+    if id(v) in assumed:
+        return True
+    op = v.owner
+    if op is None:
+        # a loop's induction variable or carried value that starts >= 0 and only grows
+        if id(v) not in loops:
+            return False
+        loop, i = loops[id(v)]
+        if i == 0:
+            step = _const(loop.operands[2])
+            return isinstance(step, int) and step > 0 and _nonneg(loop.operands[0], loops, assumed)
+        init, nxt = loop.operands[3 + i - 1], loop.regions[0].terminator.operands[i - 1]
+        return _nonneg(init, loops, assumed) and _nonneg(nxt, loops, assumed | {id(v)})
+    k = _const(v)
+    if k is not None:
+        return isinstance(k, int) and not isinstance(k, bool) and k >= 0
+    if op.name in ("program_id", "num_programs"):
+        return True
+    if op.name == "arange":
+        return op.attrs["start"] >= 0
+    if op.name in ("add", "mul", "maximum", "minimum", "div", "rem", "and") or \
+            (op.name in ("splat", "broadcast", "expand_dims", "reshape") and op.operands):
+        if op.name == "maximum":
+            return any(_nonneg(o, loops, assumed) for o in op.operands)
+        return all(_nonneg(o, loops, assumed) for o in op.operands)
+    if op.name == "cast" and op.operands[0].type.scalar.is_int and v.type.scalar.is_int and \
+            v.type.scalar.bits >= op.operands[0].type.scalar.bits:
+        return _nonneg(op.operands[0], loops, assumed)
+    return False
+
+
 def _uniform_other(v):
     """The scalar fill value of a uniform ``other`` (splat, constant, or a cast of one), else None."""
     op = v.owner
@@ -359,6 +401,7 @@ class MemoryAnalysis(Pass):
     def run(self, fn: Function) -> None:
         self.fn = fn
         self.inductions: dict = {}
+        self.loops = {id(a): (o, i) for o in fn.walk() if o.name == "for" for i, a in enumerate(o.regions[0].args)}
         self._region(fn.body)
 
     def _region(self, region: Region) -> None:
@@ -421,7 +464,7 @@ class MemoryAnalysis(Pass):
 
     def _rewrite(self, op: Op):
         b = _Builder(op)
-        an = _Analyzer(b)
+        an = _Analyzer(b, self.loops)
         an.inductions = self.inductions
         ops = self._rewrite_fast(op, b, an)
         if ops is None or not an.assumptions:
