@@ -462,6 +462,7 @@ CONFIGS = {
     "nodb+persistent": dict(double_buffer=False),
     "db+nopersistent": dict(disable_passes=("persistent",)),
     "nodb+nopersistent": dict(double_buffer=False, disable_passes=("persistent",)),
+    "db+persistent-versioning-hoist": dict(disable_passes=("versioning", "hoist")),
 }
 
 

@@ -20,9 +20,10 @@ from tritonpu.passes.manager import PassError
 
 # The passes the NPU path runs, in order (each is a file in tritonpu/passes/).
 NPU_PIPELINE = ["canonicalize", "memory-analysis", "cse", "fusion", "unswitch", "dce", "tiling", "persistent",
-                "double-buffer", "cleanup", "buffer-planning"]
+                "versioning", "hoist", "double-buffer", "cleanup", "buffer-planning"]
 # Passes a user may switch off (results must not change; tests check it).
-OPTIONAL_PASSES = ("canonicalize", "memory-analysis", "cse", "fusion", "unswitch", "persistent", "double-buffer")
+OPTIONAL_PASSES = ("canonicalize", "memory-analysis", "cse", "fusion", "unswitch", "persistent", "versioning", "hoist",
+                   "double-buffer")
 
 
 @dataclass
@@ -47,6 +48,8 @@ def compile_npu(ir_text: str, options: dict | None = None, print_after=None) -> 
     """Compile frontend IR text for the virtual NPU."""
     from tritonpu.npu import AsmError, assemble
     fn = parse_function(ir_text)
+    if (options or {}).get("may_alias"):
+        fn.attrs["may_alias"] = True      # the launch's arrays share memory: see passes/cse.py
     pm = PassManager(pipeline_for(options), print_after=print_after)
     pm.print_after = set(pm.pipeline)          # keep every stage for h.asm
     try:
@@ -76,13 +79,22 @@ def compile_npu(ir_text: str, options: dict | None = None, print_after=None) -> 
     return out
 
 
+def _share_memory(kernel, arrays) -> bool:
+    """Whether two pointer arguments of the launch overlap in memory (then the compiler may not take
+    a store through one for a store that leaves the other's data alone)."""
+    spans = sorted((a.__array_interface__["data"][0], a.nbytes) for p, a in zip(kernel.fn.args, arrays)
+                   if p.type.is_ptr and a.nbytes)
+    return any(lo + n > hi for (lo, n), (hi, _) in zip(spans, spans[1:]))
+
+
 def launch_npu(kernel, arrays, grid, options) -> object:
     """Run a CompiledKernel on the virtual NPU; returns the launch's Stats."""
     from tritonpu.npu import NpuError
-    key = ("npu",) + tuple(pipeline_for(options))       # one compilation per pass pipeline
+    may_alias = _share_memory(kernel, arrays)
+    key = ("npu",) + tuple(pipeline_for(options)) + (("may-alias",) if may_alias else ())  # one compilation per pass pipeline
     art = kernel.backend_artifacts.get(key)
     if art is None:
-        art = compile_npu(kernel.asm["ir"], options)
+        art = compile_npu(kernel.asm["ir"], {**options, "may_alias": may_alias})
         kernel.backend_artifacts[key] = art
     for k in [k for k in kernel.asm if k in NPU_PIPELINE + ["isa"] and k not in art.asm]:
         del kernel.asm[k]            # h.asm shows the stages of the launch that ran last

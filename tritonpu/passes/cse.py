@@ -3,12 +3,20 @@
 Guarantees: two ops without effects or regions, with the same name, operands, attributes and
 result types, where the first dominates the second (same region earlier, or an enclosing
 region), compute the same value: uses of the second are replaced by the first, which then leaves
-the second dead (``dce`` removes it).
+the second dead (``dce`` removes it).  Tile loads (``load_tile``, ``gather_rows``) are merged the
+same way when nothing that may write the kernel argument they read runs between them (a store,
+scatter or atomic into it, in between or anywhere in a loop around the second).  Distinct
+arguments are taken not to overlap unless the function has ``may_alias = true``: the launch
+checks the arrays it passes and compiles such a specialization when two of them share memory;
+then any write ends every earlier load's reuse.
 """
 from __future__ import annotations
 
 from tritonpu.ir import Function, Region
+from tritonpu.passes.double_buffer import _root, _written_roots, written_by
 from tritonpu.passes.manager import Pass, register
+
+_LOADS = ("load_tile", "gather_rows")
 
 
 def _freeze(v):
@@ -33,21 +41,41 @@ class CommonSubexpressionElimination(Pass):
 
     def run(self, fn: Function) -> None:
         mapping: dict = {}
+        self.may_alias = bool(fn.attrs.get("may_alias"))
         self._region(fn.body, {}, mapping)
         replace_uses(fn, mapping)
+
+    def _forget(self, seen: dict, written: set) -> None:
+        """Drop the loads whose argument one of ``written`` (ids, None: unknown) may be."""
+        if not written:
+            return
+        for key in [k for k in seen if k[0] in _LOADS]:
+            if self.may_alias or None in written or key[-1] is None or key[-1] in written:
+                del seen[key]
 
     def _region(self, region: Region, seen: dict, mapping: dict) -> None:
         seen = dict(seen)
         for op in region.ops:
             operands = [mapping.get(id(v), v) for v in op.operands]
+            if op.name in ("for", "while"):      # a later trip runs after the loop's own writes
+                self._forget(seen, _written_roots(op.regions[0]) | (
+                    _written_roots(op.regions[1]) if len(op.regions) > 1 else set()))
             for r in op.regions:
                 self._region(r, seen, mapping)
+            if op.regions:
+                self._forget(seen, set().union(*(_written_roots(r) for r in op.regions)))
             d = op.opdef
-            if d.effects or d.terminator or op.regions or not op.results:
+            load = op.name in _LOADS
+            if not load and d.effects:
+                self._forget(seen, written_by([op]))
+            if (d.effects and not load) or d.terminator or op.regions or not op.results:
                 continue
             key = (op.name, tuple(id(v) for v in operands),
                    tuple(sorted((k, _freeze(v)) for k, v in op.attrs.items())),
                    tuple(str(r.type) for r in op.results))
+            if load:
+                root = _root(operands[0])
+                key += (id(root) if root is not None else None,)
             prev = seen.get(key)
             if prev is None:
                 seen[key] = op

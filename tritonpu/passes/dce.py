@@ -2,11 +2,12 @@
 
 Guarantees: every op without effects whose results are all unused is removed, in every region,
 repeatedly until nothing more goes; ``for``/``if``/``while`` ops are removed when their results
-are unused and their regions hold no op with effects; a value a ``for`` loop carries is removed
+are unused and their regions hold no op with effects; a tile load (``load_tile``, ``gather_rows``:
+reads only) whose result is unused goes too, as Triton drops an unused load; a value a ``for`` loop carries is removed
 (init, region argument, result, and the ops that only advance it) when its result is unused and
 the loop uses it for nothing but computing its own next value; results of an ``if`` nothing uses
-are removed with the values its branches yield for them. Ops with effects (loads, stores,
-atomics, prints, asserts) and terminators are never removed.
+are removed with the values its branches yield for them. Other ops with effects (``load``,
+stores, atomics, prints, asserts) and terminators are never removed.
 """
 from __future__ import annotations
 
@@ -14,8 +15,11 @@ from tritonpu.ir import Function, Op, Region
 from tritonpu.passes.manager import Pass, register
 
 
+_READS = ("load_tile", "gather_rows")
+
+
 def _has_effects(op: Op) -> bool:
-    if op.opdef.effects:
+    if op.opdef.effects and op.name not in _READS:
         return True
     return any(_has_effects(inner) for r in op.regions for inner in r.ops)
 

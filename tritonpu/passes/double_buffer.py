@@ -4,7 +4,8 @@ Guarantees: in a ``for`` loop with a positive step, every ``load_tile``/``gather
 of the body whose address (pointer, strides, extents) is computed from the induction variable,
 loop-invariant values and carried scalars whose next value is computed the same way, and which
 reads a kernel argument that nothing in the loop writes (a prefetch runs before the trip's
-stores: it must not be able to see one), is prefetched: the loop is unrolled by two; before it, the first trip's tiles are loaded into
+stores: it must not be able to see one; with ``may_alias = true`` — the launch passed arrays that
+share memory — a loop that writes anything prefetches nothing), is prefetched: the loop is unrolled by two; before it, the first trip's tiles are loaded into
 buffer A (carried); each pair of trips loads trip i+1's tiles into buffer B before trip i's work,
 runs trip i on A, loads trip i+2's tiles back into A (carried to the next pair) and runs trip i+1
 on B — straight-line code, so the sync pass can set each flag right after its transfer; an odd
@@ -40,8 +41,9 @@ def _positive_step(v) -> bool:
 class _Loop:
     """What one for op offers for prefetching."""
 
-    def __init__(self, op: Op):
+    def __init__(self, op: Op, may_alias: bool = False):
         self.op = op
+        self.may_alias = may_alias
         self.body = op.regions[0]
         self.term = self.body.terminator
         self.iv, *self.iters = self.body.args
@@ -87,7 +89,7 @@ class _Loop:
             if o.name not in _LOADS or id(o.result) in inits:
                 continue
             root = _root(o.operands[0])
-            if root is None or None in written or id(root) in written:
+            if root is None or None in written or id(root) in written or (written and self.may_alias):
                 continue
             out.append(o)
         # a load whose address needs another prefetched load (a gather's indices) is prefetched after it
@@ -116,8 +118,13 @@ def _root(ptr):
 
 def _written_roots(region) -> set:
     """id() of every argument some op in ``region`` (nested too) may write; None if one is unknown."""
+    return written_by(region.ops)
+
+
+def written_by(ops) -> set:
+    """id() of every argument one of ``ops`` (nested too) may write; None if one is unknown."""
     out = set()
-    for top in region.ops:
+    for top in ops:
         for o in top.walk():
             if o.name in _WRITES:
                 r = _root(o.operands[_WRITES[o.name]])
@@ -168,7 +175,7 @@ class DoubleBuffer(Pass):
         lb, ub, step = op.operands[:3]
         if not _positive_step(step):
             return
-        lp = _Loop(op)
+        lp = _Loop(op, bool(fn.attrs.get("may_alias")))
         nexts = lp.next_computable()
         loads = lp.candidates(nexts)
         if not loads:

@@ -1,0 +1,172 @@
+"""Single-trip versioning: a loop that runs its inner loops once per trip gets a version without them.
+
+Guarantees: for a scope — each ``for`` loop at the top level of the kernel (the persistent loop over
+a core's programs, when there is one), or else the kernel body itself — the candidate loops are the
+``for`` loops at the top level of the scope's body whose bounds are computed, by pure ops, only from
+values defined outside the scope, whose step is a positive constant and whose body loads a tile.  If
+there are any, the scope becomes ``if cond { fast } else { original }`` where ``cond`` says that
+every candidate runs exactly once (``lb < ub`` and ``ub - step <= lb``; an ``ub - step`` that wraps
+around is large and sends the launch to the original) and ``fast`` is the scope with each
+candidate replaced by its body, run on ``lb`` with the loop's initial values.  Both versions
+compute exactly what the original did; ``cond`` is the same on every trip of the scope, so it is
+computed once, before it.  ``cse`` and ``dce`` then run on the result: in the fast version the tiles the
+inlined loops load again (a LayerNorm's two or three passes over its row when ``BLOCK >= n_cols``)
+are loaded once, and every load sits at the top level of the persistent loop's body, where double
+buffering can issue it during the previous program.  This is the common Triton idiom — a loop over
+column blocks with ``BLOCK = next_power_of_2(n_cols)`` — which otherwise re-reads the row and
+exposes each load's latency.  The kernel's code doubles in size; the version that runs costs one
+scalar branch.
+"""
+from __future__ import annotations
+
+from tritonpu.ir import Function, Op, Region, Value
+from tritonpu.ir import types as T
+from tritonpu.passes.cse import CommonSubexpressionElimination
+from tritonpu.passes.dce import DeadCodeElimination
+from tritonpu.passes.double_buffer import _clone, _clone_op, _positive_step
+from tritonpu.passes.manager import Pass, register
+from tritonpu.passes.unswitch import _invariant_slice
+
+_LOADS = ("load_tile", "gather_rows")
+
+
+def _candidates(body: Region) -> list:
+    """(loop, ops computing its bounds) for the candidate loops at the top level of ``body``."""
+    out = []
+    for op in body.ops:
+        if op.name != "for" or op.attrs.get("double_buffer"):
+            continue
+        lb, ub, step = op.operands[:3]
+        if not _positive_step(step) or not any(o.name in _LOADS for o in op.regions[0].ops):
+            continue
+        slices = [_invariant_slice(body, v) for v in (lb, ub, step)]
+        if any(s is None for s in slices):
+            continue
+        out.append((op, [o for s in slices for o in s]))
+    return out
+
+
+def _cond(cands) -> tuple[list, Value]:
+    """Ops computing 'every candidate runs exactly once', and its value."""
+    ops: list = []
+
+    def mk(name, operands, ty, **attrs):
+        o = Op(name, operands, [ty], attrs, loc=loc)
+        ops.append(o)
+        return o.result
+
+    cond, done = None, set()
+    for loop, _ in cands:
+        lb, ub, step = loop.operands[:3]
+        if (id(lb), id(ub), id(step)) in done:      # the same bounds: the same condition
+            continue
+        done.add((id(lb), id(ub), id(step)))
+        loc = loop.loc
+        ty = lb.type
+        once = mk("and", [mk("cmp", [lb, ub], T.i1, pred="lt"),
+                          mk("cmp", [mk("sub", [ub, step], ty), lb], T.i1, pred="le")], T.i1)
+        cond = once if cond is None else mk("and", [cond, once], T.i1)
+    return ops, cond
+
+
+def _inline(ops, cands, mapping: dict) -> list:
+    """Clones of ``ops`` with each candidate loop replaced by its body run once on its lower bound."""
+    loops = {id(loop) for loop, _ in cands}
+    out: list = []
+    for o in ops:
+        if id(o) not in loops:
+            out.append(_clone_op(o, mapping))
+            continue
+        body = o.regions[0]
+        lb, _, _ = o.operands[:3]
+        mapping[id(body.args[0])] = mapping.get(id(lb), lb)
+        for a, init in zip(body.args[1:], o.operands[3:]):
+            mapping[id(a)] = mapping.get(id(init), init)
+        _clone(body.ops[:-1], mapping, out)
+        for r, y in zip(o.results, body.ops[-1].operands):
+            mapping[id(r)] = mapping.get(id(y), y)
+    return out
+
+
+def _region(args, ops) -> Region:
+    r = Region(args, ops)
+    for o in ops:
+        o.parent = r
+    return r
+
+
+@register
+class Versioning(Pass):
+    name = "versioning"
+
+    def run(self, fn: Function) -> None:
+        changed = False
+        for op in [o for o in fn.body.ops if o.name == "for"]:
+            changed |= self._loop(fn, op)
+        if not changed and not fn.attrs.get("persistent"):
+            changed = self._body(fn)
+        if changed:
+            CommonSubexpressionElimination().run(fn)
+            DeadCodeElimination().run(fn)
+
+    def _loop(self, fn: Function, loop: Op) -> bool:
+        """Version a top-level loop on its inner loops running once."""
+        body = loop.regions[0]
+        cands = _candidates(body)
+        if not cands:
+            return False
+        region = loop.parent
+        bound_ops = {id(o) for _, s in cands for o in s}
+        moved = [o for o in body.ops if id(o) in bound_ops]
+        body.ops = [o for o in body.ops if id(o) not in bound_ops]
+        cond_ops, cond = _cond(cands)
+        at = region.ops.index(loop)
+        region.ops[at:at] = moved + cond_ops
+        for o in moved + cond_ops:
+            o.parent = region
+        mapping: dict = {}
+        args = [Value(a.type, a.name) for a in body.args]
+        for a, b in zip(body.args, args):
+            mapping[id(a)] = b
+        fast = Op("for", list(loop.operands), [r.type for r in loop.results], dict(loop.attrs),
+                  [_region(args, _inline(body.ops, cands, mapping))], loop.loc)
+        self._branch(fn, region, loop, fast, cond)
+        return True
+
+    def _body(self, fn: Function) -> bool:
+        """Version the kernel body (no top-level loop to version) on its loops running once."""
+        body = fn.body
+        cands = _candidates(body)
+        if not cands:
+            return False
+        ret = body.ops[-1]
+        bound_ops = {id(o) for _, s in cands for o in s}
+        moved = [o for o in body.ops if id(o) in bound_ops]
+        rest = [o for o in body.ops[:-1] if id(o) not in bound_ops]
+        cond_ops, cond = _cond(cands)
+        fast = _inline(rest, cands, {})
+        fast.append(Op("yield", [], [], loc=ret.loc))
+        slow = rest + [Op("yield", [], [], loc=ret.loc)]
+        outer = Op("if", [cond], [], regions=[_region([], fast), _region([], slow)], loc=ret.loc)
+        body.ops = moved + cond_ops + [outer, ret]
+        for o in body.ops:
+            o.parent = body
+        return True
+
+    @staticmethod
+    def _branch(fn, region, loop, fast, cond) -> None:
+        """Replace ``loop`` in ``region`` by ``if cond { fast } else { loop }``."""
+        for a, b in zip(loop.results, fast.results):
+            b.name = a.name
+        regions = [_region([], [v, Op("yield", list(v.results), [], loc=loop.loc)]) for v in (fast, loop)]
+        outer = Op("if", [cond], [r.type for r in loop.results], regions=regions, loc=loop.loc)
+        for a, b in zip(loop.results, outer.results):
+            b.name = a.name
+        i = region.ops.index(loop)
+        region.ops[i] = outer
+        outer.parent = region
+        mapping = {id(a): b for a, b in zip(loop.results, outer.results)}
+        else_yield = regions[1].ops[-1]
+        for o in fn.walk():
+            if o is not else_yield:
+                o.operands = [mapping.get(id(x), x) for x in o.operands]
