@@ -17,7 +17,7 @@ from tritonpu.ir import parse_function, print_function, verify
 from tritonpu.passes import PassManager
 from tritonpu.testing import filecheck
 
-from test_pipelining import kmod, run_text, with_locs
+from test_pipelining import _load, kmod, run_text, with_locs
 
 
 # =============================================================================================
@@ -312,3 +312,25 @@ def test_e2e_arrays_that_share_memory_are_compiled_with_may_alias():
     h = _reload[(1,)](x2, x2, out, BLOCK=64)       # y is x: the second load sees the store
     assert np.array_equal(out, (np.arange(64, dtype=np.float32) + 1) * 2)
     assert "may_alias = true" in h.asm["dce"] and h.asm["dce"].count("load_tile") == 2
+
+
+def test_e2e_launch_decides_the_version_and_compiles_again_when_arguments_change():
+    m = _load("layernorm")        # a kernel object of its own: no compilation from other tests
+    rng = np.random.default_rng(5)
+    w = rng.standard_normal(300, dtype=np.float32)
+    b = rng.standard_normal(300, dtype=np.float32)
+    x_short = rng.standard_normal((6, 100), dtype=np.float32)
+    x_long = rng.standard_normal((6, 300), dtype=np.float32)
+    _, _, _, h = m.layernorm(x_short, w[:100].copy(), b[:100].copy(), BLOCK=128)
+    arts = [a for k, v in h.kernel.backend_artifacts.items() if k[0] == "npu" for a in v]
+    assert len(arts) == 1 and "single_trip = true" in h.asm["versioning"]
+    assert "for " not in h.asm["versioning"].split("for ", 1)[1], "no inner loop in the one-trip version"
+    y, _, _, h = m.layernorm(x_long, w, b, BLOCK=128)         # 3 column blocks: compiled again
+    np.testing.assert_allclose(y, m.reference(x_long, w, b), atol=1e-4, rtol=1e-4)
+    assert "single_trip = false" in h.asm["versioning"]
+    arts = [a for k, v in h.kernel.backend_artifacts.items() if k[0] == "npu" for a in v]
+    assert len(arts) == 2 and [a.guards[0].expected for a in arts] == [True, False]
+    y, _, _, h = m.layernorm(x_short, w[:100].copy(), b[:100].copy(), BLOCK=128)   # the first again
+    np.testing.assert_allclose(y, m.reference(x_short, w[:100], b[:100]), atol=1e-4, rtol=1e-4)
+    assert "single_trip = true" in h.asm["versioning"]
+    assert len([a for k, v in h.kernel.backend_artifacts.items() if k[0] == "npu" for a in v]) == 2

@@ -17,6 +17,7 @@ from tritonpu.errors import CompilationError, ExecutionError, LaunchError
 from tritonpu.ir import parse_function, print_function
 from tritonpu.passes import PassManager
 from tritonpu.passes.manager import PassError
+from tritonpu.passes.versioning import launch_values
 
 # The passes the NPU path runs, in order (each is a file in tritonpu/passes/).
 NPU_PIPELINE = ["canonicalize", "memory-analysis", "cse", "fusion", "unswitch", "dce", "tiling", "persistent",
@@ -34,6 +35,18 @@ class NpuKernel:
     sync_pairs: int = 0
     persistent: bool = False
     zeros_bytes: int = 0                          # size of the zero row the launch passes
+    guards: list = field(default_factory=list)    # conditions on scalar arguments it was compiled for
+    _accepts: dict = field(default_factory=dict)  # (argument values the guards read) -> bool
+
+    def accepts(self, scalars: dict) -> bool:
+        """Whether a launch with these scalar arguments may run this compilation."""
+        if not self.guards:
+            return True
+        key = tuple(scalars.get(n) for g in self.guards for n in g.args.values())
+        ok = self._accepts.get(key)
+        if ok is None:
+            ok = self._accepts[key] = all(g.holds(scalars) for g in self.guards)
+        return ok
 
 
 def pipeline_for(options: dict | None = None) -> list[str]:
@@ -52,11 +65,15 @@ def compile_npu(ir_text: str, options: dict | None = None, print_after=None) -> 
         fn.attrs["may_alias"] = True      # the launch's arrays share memory: see passes/cse.py
     pm = PassManager(pipeline_for(options), print_after=print_after)
     pm.print_after = set(pm.pipeline)          # keep every stage for h.asm
+    out = NpuKernel()
     try:
-        pm.run(fn)
+        if (options or {}).get("scalars") is not None:     # the launch's scalar arguments
+            with launch_values(options["scalars"]) as out.guards:
+                pm.run(fn)
+        else:
+            pm.run(fn)
     except PassError as e:
         raise CompilationError(f"internal compiler error: {e}") from None
-    out = NpuKernel()
     for name, text in pm.dumps:
         out.asm[name] = text
     out.persistent = bool(fn.attrs.get("persistent"))
@@ -91,11 +108,14 @@ def launch_npu(kernel, arrays, grid, options) -> object:
     """Run a CompiledKernel on the virtual NPU; returns the launch's Stats."""
     from tritonpu.npu import NpuError
     may_alias = _share_memory(kernel, arrays)
-    key = ("npu",) + tuple(pipeline_for(options)) + (("may-alias",) if may_alias else ())  # one compilation per pass pipeline
-    art = kernel.backend_artifacts.get(key)
+    # compilations per pass pipeline (and aliasing); several when they assumed argument values
+    key = ("npu",) + tuple(pipeline_for(options)) + (("may-alias",) if may_alias else ())
+    scalars = {p.name: a for p, a in zip(kernel.fn.args, arrays) if not p.type.is_ptr}
+    arts = kernel.backend_artifacts.setdefault(key, [])
+    art = next((a for a in arts if a.accepts(scalars)), None)
     if art is None:
-        art = compile_npu(kernel.asm["ir"], {**options, "may_alias": may_alias})
-        kernel.backend_artifacts[key] = art
+        art = compile_npu(kernel.asm["ir"], {**options, "may_alias": may_alias, "scalars": scalars})
+        arts.append(art)
     for k in [k for k in kernel.asm if k in NPU_PIPELINE + ["isa"] and k not in art.asm]:
         del kernel.asm[k]            # h.asm shows the stages of the launch that ran last
     for k, v in art.asm.items():

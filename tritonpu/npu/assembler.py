@@ -15,6 +15,7 @@ from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput
 from tritonpu.dtypes import SCALARS
 from tritonpu.isa import GRAMMAR_PATH, INSTRUCTIONS, MACHINES, PIPES, SPACES
 
+from . import fastparse
 from .errors import AsmError
 from .program import Buffer, Inst, Mem, Param, Program, Val, fmt_num
 
@@ -30,7 +31,7 @@ _STRIDED_IMPLS = {"vbinary", "vscalar", "vunary", "vcmp", "vsel", "vcast", "vfil
 
 @lru_cache(maxsize=1)
 def _parser() -> Lark:
-    return Lark(GRAMMAR_PATH.read_text(), parser="lalr", propagate_positions=True,
+    return Lark(GRAMMAR_PATH.read_text(), parser="lalr", propagate_positions=False,   # positions: _pos()
                 maybe_placeholders=True)
 
 
@@ -57,10 +58,12 @@ class _Assembler:
     # ---- driver -------------------------------------------------------------------------------
     def run(self) -> Program:
         src = self.src if self.src.endswith("\n") else self.src + "\n"
-        try:
-            tree = _parser().parse(src)
-        except UnexpectedInput as e:
-            self._syntax_error(e)
+        tree = fastparse.parse(src)
+        if tree is None:
+            try:
+                tree = _parser().parse(src)
+            except UnexpectedInput as e:
+                self._syntax_error(e)
         pending = []
         for node in tree.children:
             if node.data == "label":

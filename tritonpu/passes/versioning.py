@@ -14,10 +14,23 @@ inlined loops load again (a LayerNorm's two or three passes over its row when ``
 are loaded once, and every load sits at the top level of the persistent loop's body, where double
 buffering can issue it during the previous program.  This is the common Triton idiom — a loop over
 column blocks with ``BLOCK = next_power_of_2(n_cols)`` — which otherwise re-reads the row and
-exposes each load's latency.  The kernel's code doubles in size; the version that runs costs one
-scalar branch.
+exposes each load's latency.
+
+When the compiler knows the launch's scalar arguments (a launch compiles inside
+:func:`launch_values`) and ``cond`` is computed from them alone, it is decided at compile time, as
+Triton specializes on argument values: the kernel gets only the version the launch runs (the
+function attribute ``single_trip`` says which), and the condition is kept as a :class:`Guard`; a
+later launch whose arguments answer it differently compiles the other version.  Without them
+(``tritonpu opt`` on IR text, or a condition that depends on the program) both versions stay,
+behind the ``if`` — the code doubles and the branch costs one scalar compare per scope.
 """
 from __future__ import annotations
+
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
+
+import numpy as np
 
 from tritonpu.ir import Function, Op, Region, Value
 from tritonpu.ir import types as T
@@ -26,6 +39,7 @@ from tritonpu.passes.dce import DeadCodeElimination
 from tritonpu.passes.double_buffer import _clone, _clone_op, _positive_step
 from tritonpu.passes.manager import Pass, register
 from tritonpu.passes.unswitch import _invariant_slice
+from tritonpu.ref.evaluator import EVAL
 
 _LOADS = ("load_tile", "gather_rows")
 
@@ -115,14 +129,17 @@ class Versioning(Pass):
         cands = _candidates(body)
         if not cands:
             return False
-        region = loop.parent
+        cond_ops, cond = _cond(cands)
         bound_ops = {id(o) for _, s in cands for o in s}
         moved = [o for o in body.ops if id(o) in bound_ops]
+        once = _decide(fn, moved + cond_ops, cond)
+        if once is False:
+            return False
+        region = loop.parent
         body.ops = [o for o in body.ops if id(o) not in bound_ops]
-        cond_ops, cond = _cond(cands)
         at = region.ops.index(loop)
-        region.ops[at:at] = moved + cond_ops
-        for o in moved + cond_ops:
+        region.ops[at:at] = moved + ([] if once else cond_ops)
+        for o in region.ops[at:at + len(moved) + len(cond_ops)]:
             o.parent = region
         mapping: dict = {}
         args = [Value(a.type, a.name) for a in body.args]
@@ -130,7 +147,10 @@ class Versioning(Pass):
             mapping[id(a)] = b
         fast = Op("for", list(loop.operands), [r.type for r in loop.results], dict(loop.attrs),
                   [_region(args, _inline(body.ops, cands, mapping))], loop.loc)
-        self._branch(fn, region, loop, fast, cond)
+        if once:
+            _replace(fn, region, loop, fast)
+        else:
+            self._branch(fn, region, loop, fast, cond)
         return True
 
     def _body(self, fn: Function) -> bool:
@@ -140,15 +160,21 @@ class Versioning(Pass):
         if not cands:
             return False
         ret = body.ops[-1]
+        cond_ops, cond = _cond(cands)
         bound_ops = {id(o) for _, s in cands for o in s}
         moved = [o for o in body.ops if id(o) in bound_ops]
+        once = _decide(fn, moved + cond_ops, cond)
+        if once is False:
+            return False
         rest = [o for o in body.ops[:-1] if id(o) not in bound_ops]
-        cond_ops, cond = _cond(cands)
         fast = _inline(rest, cands, {})
-        fast.append(Op("yield", [], [], loc=ret.loc))
-        slow = rest + [Op("yield", [], [], loc=ret.loc)]
-        outer = Op("if", [cond], [], regions=[_region([], fast), _region([], slow)], loc=ret.loc)
-        body.ops = moved + cond_ops + [outer, ret]
+        if once:
+            body.ops = moved + fast + [ret]
+        else:
+            fast.append(Op("yield", [], [], loc=ret.loc))
+            slow = rest + [Op("yield", [], [], loc=ret.loc)]
+            outer = Op("if", [cond], [], regions=[_region([], fast), _region([], slow)], loc=ret.loc)
+            body.ops = moved + cond_ops + [outer, ret]
         for o in body.ops:
             o.parent = body
         return True
@@ -170,3 +196,98 @@ class Versioning(Pass):
         for o in fn.walk():
             if o is not else_yield:
                 o.operands = [mapping.get(id(x), x) for x in o.operands]
+
+
+def _replace(fn, region, loop, new) -> None:
+    """``new`` takes ``loop``'s place and its results' uses."""
+    for a, b in zip(loop.results, new.results):
+        b.name = a.name
+    region.ops[region.ops.index(loop)] = new
+    new.parent = region
+    mapping = {id(a): b for a, b in zip(loop.results, new.results)}
+    for o in fn.walk():
+        o.operands = [mapping.get(id(x), x) for x in o.operands]
+
+
+# ---- deciding at launch ----------------------------------------------------------------------
+# When the compiler knows the launch's scalar arguments (``launch_values``), a condition computed
+# from them alone is decided now: the kernel gets the one version the launch runs, and the
+# condition is recorded as a guard — a later launch whose arguments give the other answer compiles
+# again, as Triton specializes on argument values.  Without them (``tritonpu opt`` on IR text) the
+# kernel holds both versions behind the ``if``.
+
+_LAUNCH: ContextVar = ContextVar("tritonpu_launch_values", default=None)
+
+
+@dataclass
+class Guard:
+    """A condition on the launch's scalar arguments that a compiled kernel assumed."""
+    ops: list                  # pure scalar ops computing ``value``, in order
+    args: dict                 # id(argument Value) -> its name
+    value: Value
+    expected: bool
+
+    def holds(self, scalars: dict) -> bool:
+        env = {k: scalars[name] for k, name in self.args.items()}
+        return _evaluate(self.ops, self.value, env) == self.expected
+
+
+@contextmanager
+def launch_values(scalars: dict):
+    """Compile for a launch with these scalar arguments (name -> value); yields the guards taken."""
+    guards: list = []
+    token = _LAUNCH.set((scalars, guards))
+    try:
+        yield guards
+    finally:
+        _LAUNCH.reset(token)
+
+
+def _evaluate(ops, value, env: dict) -> bool:
+    for op in ops:
+        if op.name == "constant":
+            env[id(op.result)] = op.attrs["value"]
+            continue
+        ins = [np.asarray(env[id(v)], dtype=v.type.scalar.np) for v in op.operands]
+        with np.errstate(all="ignore"):
+            env[id(op.result)] = EVAL[op.name](op, *ins)
+    return bool(np.asarray(env[id(value)]).item())
+
+
+def _decide(fn: Function, extra: list, cond: Value):
+    """True/False when the launch's arguments decide ``cond`` (a guard is recorded), else None."""
+    launch = _LAUNCH.get()
+    if launch is None:
+        return None
+    scalars, guards = launch
+    defs = {id(r): o for o in fn.body.ops for r in o.results}
+    defs.update({id(r): o for o in extra for r in o.results})
+    names = {id(a): a.name for a in fn.args}
+    order, seen, need_args = [], set(), {}
+
+    def visit(v) -> bool:
+        if id(v) in seen:
+            return True
+        seen.add(id(v))
+        if id(v) in names:
+            if names[id(v)] not in scalars or v.type.is_block or v.type.is_ptr:
+                return False
+            need_args[id(v)] = names[id(v)]
+            return True
+        o = defs.get(id(v))
+        if o is None or o.regions or o.opdef.effects or o.results[0].type.is_block or \
+                o.name in ("program_id", "num_programs") or \
+                (o.name != "constant" and o.name not in EVAL):
+            return False
+        if not all(visit(x) for x in o.operands):
+            return False
+        order.append(o)
+        return True
+
+    if not visit(cond):
+        return None
+    guard = Guard(order, need_args, cond, False)
+    guard.expected = _evaluate(order, cond, {k: scalars[n] for k, n in need_args.items()})
+    guards.append(guard)
+    fn.attrs["single_trip"] = guard.expected
+    return guard.expected
