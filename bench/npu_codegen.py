@@ -88,8 +88,9 @@ def main(argv=None):
         w, b = rng.standard_normal(C, np.float32), rng.standard_normal(C, np.float32)
         ref = ln.reference(x, w, b)
         effs = []
-        for block in (512, 4096):
-            effs.append(row(f"layernorm {R}x{C} fp32 BLOCK {block}",
+        for block in (512, 4096, None):     # column blocks (3 passes); one block (1 trip); row kernel
+            label = f"column blocks {block}" if block else "row in one block"
+            effs.append(row(f"layernorm {R}x{C} fp32 {label}",
                             lambda: (lambda r: (r[0], r[3]))(ln.layernorm(x, w, b, BLOCK=block, sanitize=False)),
                             lambda o: _close(o, ref, 1e-4, 1e-4)))
         best["layernorm"] = max((e for e in effs if e is not None), default=None)

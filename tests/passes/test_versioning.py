@@ -334,3 +334,51 @@ def test_e2e_launch_decides_the_version_and_compiles_again_when_arguments_change
     np.testing.assert_allclose(y, m.reference(x_short, w[:100], b[:100]), atol=1e-4, rtol=1e-4)
     assert "single_trip = true" in h.asm["versioning"]
     assert len([a for k, v in h.kernel.backend_artifacts.items() if k[0] == "npu" for a in v]) == 2
+
+
+def test_hoist_moves_invariant_pure_ops_and_keeps_those_of_the_trip():
+    text = HOIST.replace("    %wv = load_tile %w, %one, %B : tensor<32xf32>\n", """    %wv = load_tile %w, %one, %B : tensor<32xf32>
+    %ar = arange {end = 32, start = 0} : tensor<32xi32>
+    %nb = splat %n : tensor<32xi32>
+    %mk = cmp %ar, %nb {pred = "lt"} : tensor<32xi1>
+    %ib = splat %i : tensor<32xi32>
+    %mi = cmp %ar, %ib {pred = "lt"} : tensor<32xi1>
+    %both = and %mk, %mi : tensor<32xi1>
+""").replace("%s = add %xv, %wv : tensor<32xf32>", "%s0 = add %xv, %wv : tensor<32xf32>\n    %z32 = splat %z : tensor<32xf32>\n    %s = select %both, %s0, %z32 : tensor<32xf32>")
+    text = text.replace("%z32 = splat %z : tensor<32xf32>", "%zf = constant {value = 0.0} : f32\n    %z32 = splat %zf : tensor<32xf32>")
+    out = run_text(text, ["hoist"])
+    before, inside = out.split("for %z, %n, %one {")
+    for name in ("%ar = arange", "%nb = splat %n", "%mk = cmp %ar, %nb", "%zf = constant", "%z32 = splat %zf",
+                 "%wv = load_tile"):
+        assert name in before, (name, out)
+    for name in ("%ib = splat %i", "%mi = cmp %ar, %ib", "%both = and %mk, %mi", "%xv = load_tile"):
+        assert name in inside, (name, out)
+
+
+def test_a_tile_stored_in_a_pipelined_loop_keeps_its_buffer_for_the_whole_trip():
+    # the next trip's early work must not compute into the buffer the store still drains
+    from tritonpu.codegen.analysis import UB
+    from tritonpu.passes.buffer_planning import plan
+    m = kmod("layernorm")
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((50, 256), dtype=np.float32)
+    w = rng.standard_normal(256, dtype=np.float32)
+    _, _, _, h = m.layernorm(x, w, w.copy())
+    fn = parse_function(h.asm["cleanup"])
+    an, addr = plan(fn)
+    loops = [o for o in fn.walk() if o.name == "for" and o.attrs.get("double_buffer") == "on"]
+    assert loops
+    checked = 0
+    for lp in loops:
+        s, e = an.span[id(lp)]
+        inside = [g for g in an.groups if g.home == UB and s < an.defined[id(g.first)] < e]
+        for st in (o for o in lp.walk() if o.name == "store_tile" and o.operands[-1].type.is_block):
+            g = an.group_of[id(st.operands[-1])]
+            lo, hi = addr[id(g)], addr[id(g)] + g.bytes
+            for other in inside:
+                if other is g:
+                    continue
+                olo = addr[id(other)]
+                assert olo + other.bytes <= lo or olo >= hi, (st, other.first)
+            checked += 1
+    assert checked >= 2

@@ -87,6 +87,7 @@ class Analysis:
         self.fn = fn
         self.span: dict[int, tuple[int, int]] = {}     # id(op) -> (start, end)
         self.defined: dict[int, int] = {}               # id(value) -> definition index
+        self.trip_start: dict[int, int] = {}            # id(stored tile) -> start of its pipelined loop
         self.last_use: dict[int, int] = {}              # id(value) -> last use index (loop-extended)
         self.group_of: dict[int, Group] = {}
         self.groups: list[Group] = []
@@ -134,8 +135,11 @@ class Analysis:
                 if op.name in ("store_tile", "scatter_rows") and pipelined and op.operands[-1 if op.name ==
                                                                                    "store_tile" else 3].type.is_block:
                     # likewise a tile being stored: the next trip computes into another buffer
-                    # instead of waiting for this store to drain
-                    self._trip_end.append((op.operands[-1 if op.name == "store_tile" else 3], loops[-1]))
+                    # instead of waiting for this store to drain -- it holds its buffer for the
+                    # whole trip, so that nothing the next trip computes early lands on it either
+                    stored = op.operands[-1 if op.name == "store_tile" else 3]
+                    self._trip_end.append((stored, loops[-1]))
+                    self.trip_start[id(stored)] = self.defined[id(loops[-1].regions[0].args[0])]
                 # loops entered after a value was defined keep it alive to their end
         self._pending = []
         self._trip_end = []
@@ -467,7 +471,7 @@ class Analysis:
         self.group_of[id(v)] = g
         g.values.append(v)
         d = self.defined.get(id(v), 0)
-        g.start = min(g.start, d)
+        g.start = min(g.start, d, self.trip_start.get(id(v), d))
         g.end = max(g.end, self.last_use.get(id(v), d))
         h = self.home.get(id(v))
         g.bytes = max(g.bytes, tile_bytes(v.type) if h != L0C else _l0c_bytes(v.type))

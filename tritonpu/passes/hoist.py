@@ -1,6 +1,9 @@
-"""Loop-invariant loads: a tile every trip of a loop loads alike is loaded once, before the loop.
+"""Loop-invariant code motion: what every trip of a loop computes or loads alike happens once, before it.
 
-Guarantees: a ``load_tile``/``gather_rows`` at the top level of a ``for`` body whose operands are
+Guarantees: pure ops (no effects, no regions; not ``program_id``/``num_programs``) at the top
+level of a ``for`` body whose operands are all defined outside the loop (or by such ops) move
+before the loop, in order — a mask ``cols < n_cols``, an ``arange``, the scalar arithmetic of a
+bound.  Then a ``load_tile``/``gather_rows`` at the top level of a ``for`` body whose operands are
 computed, by pure ops, only from values defined outside the loop, and which reads a kernel
 argument nothing in the loop writes (with ``may_alias = true``: a loop that writes nothing), moves
 before the loop with the ops computing its operands; the loop's trips then use that one tile.
@@ -27,6 +30,7 @@ class HoistLoads(Pass):
     def run(self, fn: Function) -> None:
         may_alias = bool(fn.attrs.get("may_alias"))
         for loop in reversed([o for o in fn.walk() if o.name == "for"]):
+            self._pure(fn, loop)
             body = loop.regions[0]
             written = _written_roots(body)
             if None in written or (written and may_alias):
@@ -39,6 +43,38 @@ class HoistLoads(Pass):
                 if any(s is None for s in slices):
                     continue
                 self._hoist(fn, loop, ld, {id(o) for s in slices for o in s})
+
+    @staticmethod
+    def _pure(fn: Function, loop: Op) -> None:
+        from tritonpu.passes.buffer_planning import plan
+        body, region = loop.regions[0], loop.parent
+        inside = {id(a) for a in body.args}
+        for o in body.ops:
+            inside.update(id(r) for r in o.results)
+        moved, out = [], set()
+        for o in body.ops:
+            if o.regions or o.opdef.effects or o.opdef.terminator or not o.results or \
+                    o.name in ("program_id", "num_programs"):
+                continue
+            if all(id(v) not in inside or id(v) in out for v in o.operands):
+                moved.append(o)
+                out.update(id(r) for r in o.results)
+        if not moved:
+            return
+        saved_body, saved_region = list(body.ops), list(region.ops)
+        ids = {id(o) for o in moved}
+        body.ops = [o for o in body.ops if id(o) not in ids]
+        at = region.ops.index(loop)
+        region.ops[at:at] = moved
+        for o in moved:
+            o.parent = region
+        if any(v.type.is_block for o in moved for v in o.results):
+            try:
+                plan(fn)
+            except CompilationError:       # the blocks do not fit on chip for the whole loop
+                body.ops, region.ops = saved_body, saved_region
+                for o in body.ops:
+                    o.parent = body
 
     @staticmethod
     def _hoist(fn: Function, loop: Op, ld: Op, need: set) -> None:
