@@ -98,6 +98,7 @@ class Analysis:
             for i, v in enumerate(op.operands):
                 self.users.setdefault(id(v), []).append((op, i))
         self.l0c_loops: dict = {}        # id(for op) -> {iter index: dot op}
+        self.l0c_tails: dict = {}        # id(for op) -> {iter index: the dot of its odd last trip}
         self._cube_homes(fn)
         self._homes(fn)
         self._groups(fn)
@@ -265,6 +266,32 @@ class Analysis:
             self.l0c_loops.setdefault(id(op), {})[i] = chain
             if init.owner is not None and all(u is op for u, _ in self.users.get(id(init), [])):
                 self.home[id(init)] = NOWHERE     # the zeros are made in L0C, never in UB
+            tail = self._l0c_tail(op.results[i])
+            if tail is not None:
+                self.home[id(op.results[i])] = L0C
+                self.home[id(tail.result)] = L0C
+                self.l0c_tails.setdefault(id(op), {})[i] = tail
+
+    def _l0c_tail(self, r):
+        """The dot of a double-buffered loop's odd last trip: ``if c { yield dot(a, b, r) } else
+        { yield r }`` right after the loop, ``r`` used nowhere else.  It accumulates into the loop's
+        L0C tile in place, and each branch drains L0C once into the if's result."""
+        uses = self.users.get(id(r), [])
+        dots = [(u, k) for u, k in uses if u.name == "dot" and k == 2]
+        if len(dots) != 1 or len(uses) != 2:
+            return None
+        d = dots[0][0]
+        then = d.parent
+        ifop = then.parent if then is not None else None
+        if ifop is None or ifop.name != "if" or ifop.regions[0] is not then or len(ifop.regions) != 2:
+            return None
+        j = [x for x, v in enumerate(then.terminator.operands) if v is d.result]
+        if len(j) != 1 or self.users.get(id(d.result), []) != [(then.terminator, j[0])]:
+            return None
+        other = ifop.regions[1].terminator
+        if [(u, k) for u, k in uses if u is not d] != [(other, j[0])]:
+            return None
+        return d
 
     # ---- homes -------------------------------------------------------------------------------------
     def _homes(self, fn: Function) -> None:
@@ -361,7 +388,12 @@ class Analysis:
                     if chain is not None:
                         for dot in chain:
                             merge(group(a), dot.result)     # accumulated in place in L0C
-                        group(r)
+                        tail = self.l0c_tails.get(id(op), {}).get(i)
+                        if tail is not None:                # and after the loop, in the odd last trip
+                            merge(group(a), r)
+                            merge(group(a), tail.result)
+                        else:
+                            group(r)
                     else:
                         merge(group(a), r)
                 group(op.regions[0].args[0])

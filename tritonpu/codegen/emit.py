@@ -287,6 +287,9 @@ class Emitter(ScalarEmitter, VectorEmitter, MemoryEmitter, CubeEmitter):
             return
         if isinstance(src, Tile) and src == dst:
             return
+        if isinstance(src, Tile) and src.space == "l0c" and dst.space == "ub":
+            self.drain_l0c(src, dst)            # an L0C accumulator leaves a branch through FIX
+            return
         if dst.space != "ub" or (isinstance(src, Tile) and src.space != "ub"):
             self.fail(f"internal error: cannot copy a tile from {getattr(src, 'space', 'a register')} to "
                       f"{dst.space} (a carried value was not planned in place)")
@@ -348,9 +351,9 @@ class Emitter(ScalarEmitter, VectorEmitter, MemoryEmitter, CubeEmitter):
         self.op = saved_op
         self.out.append(loop)
         for i, (r, h) in enumerate(zip(op.results, homes)):
-            if i in in_l0c:     # drained once, after the loop
+            if i in in_l0c and self.an.home.get(id(r)) != "l0c":     # drained once, after the loop
                 self.drain_l0c(h, self.out_tile(r))
-            else:
+            else:               # (an odd last trip after the loop accumulates on in L0C and drains)
                 self.define(r, h)
 
     def _carry_param(self, src, *dsts) -> None:
