@@ -170,3 +170,20 @@ def test_k_loop_accumulator_stays_in_l0c_through_the_odd_last_trip(k_trips):
     assert "ub = [0" not in ir.split('double_buffer = "on"')[1].split("\n")[0]   # the loop's acc is not in UB
     # one drain per branch of the odd last trip (none after the loop itself)
     assert isa.count("mov.l0c.ub") == 2, isa
+
+
+def test_a_warm_relaunch_reports_the_same_profile():
+    # a relaunch with arrays of the same sizes reuses the decoded program: its statistics (MACs,
+    # the roofline's bound, bytes) must start from zero again, not from stale accumulators
+    a = np.ones((64, 32), np.float16)
+    b = np.ones((32, 64), np.float16)
+    stats = []
+    for _ in range(3):
+        c = np.zeros((64, 64), np.float32)
+        h = dot_kernel[(1,)](a, b, c, 64, 64, 32, TRANS_A=False, TRANS_B=False, ACC=False, BM=64, BN=64, BK=32,
+                             sanitize=False)
+        s = h.stats
+        stats.append((s.cube_macs, s.roofline_bound, s.cycles, dict(s.bytes_by_path), s.read_bytes))
+        assert np.array_equal(c, np.full((64, 64), 32, np.float32))
+    assert stats[0][0] == 64 * 64 * 32
+    assert stats[1] == stats[0] and stats[2] == stats[0]

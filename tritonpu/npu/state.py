@@ -67,8 +67,9 @@ class State:
         for maps in (self.gm_seen, self.gm_read, self.gm_written):
             for a in maps.values():
                 a.fill(0)
-        self.bytes_by_path, self.macs, self.stalls, self.queue_wait = {}, {}, {}, {}
-        self.core_cycles, self.busy_by_core, self.count_by_core = [], [], []
+        for acc in (self.bytes_by_path, self.macs, self.stalls, self.queue_wait,
+                    self.core_cycles, self.busy_by_core, self.count_by_core):
+            acc.clear()             # in place: decoded closures hold some of them (macs)
         if self.trace is not None:
             self.trace = []
         self.loops.clear()
@@ -84,7 +85,10 @@ class State:
         self.queued = [0] * NP  # cycles instructions waited after issue for their busy pipe
         self.done = [0] * NP    # when the pipe's last transfer has landed (latency is pipelined)
         self.inflight = [[] for _ in range(NP)]  # per pipe: (space, lo, hi, lands) of on-chip writes
-        self.flags = {}
+        if hasattr(self, "flags"):
+            self.flags.clear()      # in place: the decoded sync instructions hold this dict
+        else:
+            self.flags = {}
         self.print_line = None  # the line dbg.print/dbg.prints are appending to (None: empty)
         if self.race is not None:
             self.race.reset()
