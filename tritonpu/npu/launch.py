@@ -3,7 +3,11 @@
 Guarantees: GM parameters are views of the caller's arrays (C-contiguous, dtype as declared; no
 copies, results written in place); grid programs go round-robin over ``cores`` (default: the
 preset's 24) — program p runs on core p mod cores, each core runs its programs in turn with its
-clocks, flags and on-chip memory carried over; a program that runs more than ``max_steps``
+clocks, flags and on-chip memory carried over; the cores advance together, 500 simulated cycles
+at a time (in a rotating order), so that the shared L2 model sees their GM reads in time order —
+the core that reaches a line first pays its DDR read, not always core 0 — except for programs
+with atomics or device prints/asserts, whose cores run one after another so that the order they
+observe is program order; a program that runs more than ``max_steps``
 instructions is stopped with a :class:`LaunchError` (never a hang).
 """
 from __future__ import annotations
@@ -149,35 +153,111 @@ def launch(prog, args, grid=(1,), machine="ascend910b", sanitize=True, trace=Fal
     used = min(ncores, nprog)
     # decoding binds closures to the state and the GM arrays: a launch with the same arrays (a
     # warm relaunch) reuses them
+    nctx = used if used > 1 and _interleavable(prog) else 1
     cache = prog.__dict__.setdefault("_decoded", {})
     key = (m.name, bool(sanitize), bool(trace))
     entry = cache.get(key)
-    if entry is not None and _same_arrays(entry, prog, args):
-        st, fns = entry[0], entry[1]
-        st.new_launch()
-        arrays = bind(st, prog, args, base_dir, rebind=False)
+    if entry is not None and _same_arrays(entry, prog, args) and len(entry[0]) >= nctx:
+        states, fnss = entry[0][:nctx], entry[1][:nctx]
+        for c in states:
+            c.new_launch()
+        arrays = bind(states[0], prog, args, base_dir, rebind=False)
     else:
         st = State(prog, m, sanitize, trace)
         arrays = bind(st, prog, args, base_dir)
-        fns = decode(st, prog)
+        states = [st] + [_sharing(State(prog, m, sanitize, trace), st) for _ in range(nctx - 1)]
+        fnss = [decode(c, prog) for c in states]
         sizes = {n: st.gm[n].size for n in st.gm}
         # only small launches keep their decoding: for big arrays decoding is a small part of the
         # launch, and the per-byte L2/roofline maps it holds would stay allocated
-        cache[key] = (st, fns, sizes) if sum(sizes.values()) <= _KEEP_DECODED_BYTES else None
-    st.grid, st.nprog = grid, nprog
+        cache[key] = (states, fnss, sizes) if sum(sizes.values()) <= _KEEP_DECODED_BYTES else None
+    for c in states:
+        c.grid, c.nprog = grid, nprog
     code = prog.code
-    gx, gy = grid[0], grid[1]
     with np.errstate(all="ignore"):
-        for core in range(used):
-            st.reset_core(core)
-            for pid in range(core, nprog, used):
-                st.start_program(pid, (pid % gx, (pid // gx) % gy, pid // (gx * gy)))
-                _run(fns, code, st, max_steps)
-                st.end_program()
-            st.finish_core()
+        if nctx == 1:
+            for core in range(used):
+                for _ in _core(states[0], fnss[0], code, core, used, None, max_steps):
+                    pass
+        else:
+            # the cores advance together, a slice of simulated time at a time, so that the shared
+            # L2 sees their GM reads in time order (the first to reach a line pays the DDR read)
+            # (the order within a slice rotates: no core is always the first to reach a line)
+            horizon = [0]
+            runs = [_core(states[c], fnss[c], code, c, used, horizon, max_steps) for c in range(used)]
+            turn = 0
+            while runs:
+                horizon[0] += _SLICE
+                k = turn % len(runs)
+                runs = [r for r in runs[k:] + runs[:k] if next(r, _DONE) is not _DONE]
+                turn += 1
+    st = states[0]
+    if nctx > 1:                    # per-core results in core order
+        st.core_cycles[:] = [c.core_cycles[0] for c in states]
+        st.busy_by_core[:] = [c.busy_by_core[0] for c in states]
+        st.count_by_core[:] = [c.count_by_core[0] for c in states]
     stats = Stats.from_state(st, prog, arrays, ncores, used)
     st.gm.clear()                   # the decoding kept for relaunches does not pin the caller's arrays
     return stats
+
+
+_SLICE = 500                        # cycles of simulated time the cores advance by in turn
+_DONE = object()
+
+
+def _interleavable(prog) -> bool:
+    """Whether the cores may be simulated in slices of time: not when the program's observable
+    order across cores matters — device prints and asserts, atomics (their old values) — which
+    then run core after core, in program order."""
+    for inst in prog.code:
+        spec = inst.spec
+        if spec.impl in ("satomic", "dbg") or "atomic" in inst.opts:
+            return False
+    return True
+
+
+def _sharing(st, first):
+    """``st`` for another core of ``first``'s launch: the GM arrays, L2 and roofline maps, scalar
+    arguments and launch-wide accumulators are the same objects (its own: registers, on-chip
+    memories, clocks, flags, loops, race tracker)."""
+    for name in ("gm", "gm_seen", "gm_read", "gm_written", "scalar_args", "bytes_by_path", "macs",
+                 "stalls", "queue_wait", "trace"):
+        setattr(st, name, getattr(first, name))
+    return st
+
+
+def _core(st, fns, code, core, used, horizon, max_steps):
+    """Run ``core``'s programs (p = core, core + used, ...); a generator that pauses whenever the
+    core's issue time passes ``horizon[0]`` (never when ``horizon`` is None)."""
+    st.reset_core(core)
+    gx, gy = st.grid[0], st.grid[1]
+    for pid in range(core, st.nprog, used):
+        st.start_program(pid, (pid % gx, (pid // gx) % gy, pid // (gx * gy)))
+        if horizon is None:
+            _run(fns, code, st, max_steps)
+        else:
+            yield from _run_sliced(fns, code, st, max_steps, horizon)
+        st.end_program()
+    st.finish_core()
+
+
+def _run_sliced(fns, code, st, max_steps, horizon):
+    pc, n, steps = 0, len(fns), 0
+    try:
+        while pc < n:
+            if st.ts > horizon[0]:
+                yield
+            r = fns[pc]()
+            pc = pc + 1 if r is None else r
+            steps += 1
+            if steps > max_steps:
+                raise LaunchError(f"program ran more than {max_steps} instructions (an endless "
+                                  "loop?); raise max_steps if it is meant to")
+    except NpuError as e:
+        raise e.attach(code[min(pc, n - 1)], st.core, st.pid)
+    except Exception as e:
+        raise LaunchError(f"{type(e).__name__}: {e}").attach(code[min(pc, n - 1)], st.core,
+                                                             st.pid) from e
 
 
 def _run(fns, code, st, max_steps):

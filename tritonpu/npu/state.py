@@ -1,8 +1,10 @@
 """Machine state of a launch and the decode-time helpers the instruction families share.
 
-Cores run one after another (their timing is independent; GM and the L2 model are shared), so a
-launch keeps one set of on-chip memories, registers and pipe clocks, reset per core.  Each
-instruction is decoded once per launch into a closure; operand views are numpy arrays over the
+A State holds one core's on-chip memories (the spaces its program touches), registers, pipe
+clocks and flags; the GM arrays, the L2 and roofline maps and the launch-wide accumulators are
+shared by the States of a launch's cores (see ``launch``: they advance together in slices of
+simulated time, or — for programs with atomics or device prints — one core after another on a
+single State reset per core).  Each instruction is decoded once per launch and core into a closure; operand views are numpy arrays over the
 memories (``np.ndarray(buffer=...)``), built once when addresses are static and cached per
 address otherwise.  ``tick`` is the timing model: the scalar unit issues in program order, one
 cycle each; an instruction on pipe P starts at max(issue, P's clock) and holds P for its cost.
@@ -33,7 +35,8 @@ class State:
         self.prog = prog
         self.m = machine
         self.sanitize = sanitize
-        self.mem = {s: np.zeros(machine.capacity[s], np.uint8) for s in SPACES}
+        touched = _accessors(prog)      # spaces no instruction touches get no memory
+        self.mem = {s: np.zeros(machine.capacity[s] if touched[s] else 0, np.uint8) for s in SPACES}
         self.gm = {}            # param -> 1-D uint8 view of the caller's array
         self.gm_seen = {}       # param -> bool per 512 B line read so far (L2 model)
         self.gm_read = {}       # param -> bytes read, a bit per byte (gmmaps; the roofline)
@@ -41,7 +44,7 @@ class State:
         self.R = [0] * prog.nslots
         self.scalar_args = {}
         self.trace = [] if trace else None
-        self.race = RaceTracker(_accessors(prog)) if sanitize else None
+        self.race = RaceTracker(touched) if sanitize else None
         # launch-wide accumulators
         self.bytes_by_path = {}
         self.macs = {}
@@ -71,7 +74,7 @@ class State:
                     self.core_cycles, self.busy_by_core, self.count_by_core):
             acc.clear()             # in place: decoded closures hold some of them (macs)
         if self.trace is not None:
-            self.trace = []
+            self.trace.clear()      # in place: the cores of a launch share it
         self.loops.clear()
         self.reset_core(0)
 

@@ -1,0 +1,50 @@
+"""Cores advance together (tritonpu/npu/launch.py): the shared L2 sees their reads in time order.
+
+A line several cores read is paid for at DDR rate by the core that reaches it first in simulated
+time, not by core 0 because it is simulated first; results and statistics are deterministic;
+programs with atomics or device prints run core after core.
+"""
+import numpy as np
+
+import tritonpu
+import tritonpu.language as tl
+from tritonpu.npu import assemble
+from tritonpu.npu.launch import _interleavable
+
+
+@tritonpu.jit
+def _late_reader(x_ptr, out_ptr, spin_ptr, DELAY: tl.constexpr, BLOCK: tl.constexpr):
+    pid = tl.program_id(0)
+    spin = 0
+    for i in range(0, (tl.num_programs(0) - 1 - pid) * DELAY):    # the last program reads first
+        spin += i
+    # every program reads the same block, once its wait is over (the address needs `spin`)
+    x = tl.load(x_ptr + (spin & 0) + tl.arange(0, BLOCK))
+    tl.store(out_ptr + pid, tl.sum(x, axis=0))
+    tl.store(spin_ptr + pid, spin)
+
+
+def test_the_core_that_reads_a_shared_line_first_in_time_pays_its_ddr_read():
+    # 24 programs, one per core; program p waits (23 - p) * 200 loop trips (more than a 500-cycle slice apart) before it reads the
+    # block all of them read: core 23 is the first in simulated time, so it alone reads the block
+    # from DDR (at 32 B/cycle) and the others find it in L2 (110 B/cycle).  Simulating core after
+    # core, core 0 would pay it.
+    x = np.arange(1 << 14, dtype=np.float32) / 1024
+    out, spin = np.zeros(24, np.float32), np.zeros(24, np.int32)
+    h = _late_reader[(24,)](x, out, spin, DELAY=200, BLOCK=1 << 14, sanitize=False)
+    assert np.allclose(out, x.sum(), rtol=1e-5)
+    assert list(spin) == [sum(range((23 - p) * 200)) for p in range(24)]
+    mte2 = [b["mte2"] for b in h.stats.pipe_busy_by_core]
+    cold, warm = 64 * 1024 // 32, -(-64 * 1024 // 110)           # the block's beat cycles
+    assert mte2[23] - mte2[0] == cold - warm and len(set(mte2[:23])) == 1, mte2   # (+ the same flags)
+    again = _late_reader[(24,)](x, out, spin, DELAY=200, BLOCK=1 << 14, sanitize=False).stats
+    assert again.core_cycles == h.stats.core_cycles               # deterministic
+
+
+def test_programs_with_atomics_or_device_prints_run_core_after_core():
+    plain = assemble(".kernel k\n.param x gm f32\nmov.gm.ub.f32 ub[0], x[0], 1, 64, 0, 64\n")
+    atomic = assemble(".kernel k\n.param x gm f32\nmov.ub.gm.f32 x[0], ub[0], 1, 64, 0, 64, atomic=add\n")
+    satomic = assemble(".kernel k\n.param x gm i32\nsatomic.add.i32 s1, x[0], 1\n")
+    printing = assemble('.kernel k\n.string m "v"\ndbg.prints.i32 m, 3\n')
+    assert _interleavable(plain)
+    assert not _interleavable(atomic) and not _interleavable(satomic) and not _interleavable(printing)
