@@ -12,6 +12,8 @@ instructions is stopped with a :class:`LaunchError` (never a hang).
 """
 from __future__ import annotations
 
+import gc
+
 import numpy as np
 
 from tritonpu.dtypes import SCALARS, from_numpy
@@ -144,6 +146,19 @@ def bind(st, prog, args, base_dir=None, rebind=True):
 
 def launch(prog, args, grid=(1,), machine="ascend910b", sanitize=True, trace=False, cores=None,
            max_steps=50_000_000, base_dir=None):
+    # Decoding makes thousands of closures and the run thousands of small tuples, none of them in
+    # reference cycles: the cyclic garbage collector would only rescan them (a third of a
+    # launch's time), so it is paused for the launch.
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return _launch(prog, args, grid, machine, sanitize, trace, cores, max_steps, base_dir)
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def _launch(prog, args, grid, machine, sanitize, trace, cores, max_steps, base_dir):
     m = get_machine(machine)
     grid = normalize_grid(grid)
     nprog = grid[0] * grid[1] * grid[2]
