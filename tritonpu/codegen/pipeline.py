@@ -7,6 +7,7 @@ frontend IR and returns every stage's text (``asm[stage]``) and the assembled pr
 """
 from __future__ import annotations
 
+import gc
 import os
 from dataclasses import dataclass, field
 
@@ -59,6 +60,20 @@ def pipeline_for(options: dict | None = None) -> list[str]:
 
 def compile_npu(ir_text: str, options: dict | None = None, print_after=None) -> NpuKernel:
     """Compile frontend IR text for the virtual NPU."""
+    # The passes build and drop many IR objects; with a large heap (decoded programs cached by
+    # earlier launches) the cyclic collector's full passes made single compiles 5x slower now and
+    # then.  It is paused for the compile; the IR garbage (ops and regions point at each other)
+    # is collected after.
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return _compile_npu(ir_text, options, print_after)
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def _compile_npu(ir_text: str, options, print_after) -> NpuKernel:
     from tritonpu.npu import AsmError, assemble
     fn = parse_function(ir_text)
     if (options or {}).get("may_alias"):

@@ -13,6 +13,7 @@ instructions is stopped with a :class:`LaunchError` (never a hang).
 from __future__ import annotations
 
 import gc
+from collections import OrderedDict
 
 import numpy as np
 
@@ -84,22 +85,20 @@ def _as_array(name, x):
                           f"DLPack protocol), got {type(x).__name__}") from None
 
 
-_KEEP_DECODED_BYTES = 4 << 20
+_KEEP_DECODED = 8            # programs whose decodings are kept for relaunches (most recent)
+_DECODED_LRU: OrderedDict = OrderedDict()     # (id(prog), key) -> prog
 
 
-def _same_arrays(entry, prog, args) -> bool:
-    """The GM arguments have the sizes the cached decoding was bound to (its closures look the
-    arrays up at run time; the L2 and roofline maps they hold are per size)."""
-    sizes = entry[2]
-    for p in prog.params:
-        if p.kind == "gm":
-            x = args.get(p.name)
-            if x is None or not isinstance(x, np.ndarray) or x.nbytes != sizes.get(p.name):
-                return False
-    return True
+def _remember(prog, key) -> None:
+    """Mark ``prog``'s decoding ``key`` as just used; forget the least recent beyond the limit."""
+    _DECODED_LRU.pop((id(prog), key), None)
+    _DECODED_LRU[(id(prog), key)] = prog
+    while len(_DECODED_LRU) > _KEEP_DECODED:
+        (_, old_key), old = _DECODED_LRU.popitem(last=False)
+        old.__dict__.get("_decoded", {}).pop(old_key, None)
 
 
-def bind(st, prog, args, base_dir=None, rebind=True):
+def bind(st, prog, args, base_dir=None):
     names = {p.name for p in prog.params}
     extra = set(args) - names
     if extra:
@@ -125,9 +124,6 @@ def bind(st, prog, args, base_dir=None, rebind=True):
                 raise LaunchError(f"argument {p.name!r} must be C-contiguous (no copy is made)")
             arrays[p.name] = a
             u8 = a.reshape(-1).view(np.uint8)
-            if not rebind:               # same size as the decoded program's: the maps are reused
-                st.gm[p.name] = u8
-                continue
             st.gm[p.name] = u8
             st.gm_seen[p.name] = np.zeros(u8.size // line + 2, np.bool_)
             st.gm_read[p.name] = gmmaps.new(u8.size)
@@ -166,26 +162,24 @@ def _launch(prog, args, grid, machine, sanitize, trace, cores, max_steps, base_d
     if ncores < 1:
         raise LaunchError(f"cores must be >= 1, got {cores}")
     used = min(ncores, nprog)
-    # decoding binds closures to the state and the GM arrays: a launch with the same arrays (a
-    # warm relaunch) reuses them
+    # decoding binds closures to the cores' states (they look the GM arrays and the L2 and
+    # roofline maps up at run time): a relaunch of a recent program reuses them
     nctx = used if used > 1 and _interleavable(prog) else 1
     cache = prog.__dict__.setdefault("_decoded", {})
     key = (m.name, bool(sanitize), bool(trace))
     entry = cache.get(key)
-    if entry is not None and _same_arrays(entry, prog, args) and len(entry[0]) >= nctx:
+    if entry is not None and len(entry[0]) >= nctx:
         states, fnss = entry[0][:nctx], entry[1][:nctx]
         for c in states:
             c.new_launch()
-        arrays = bind(states[0], prog, args, base_dir, rebind=False)
+        arrays = bind(states[0], prog, args, base_dir)
     else:
         st = State(prog, m, sanitize, trace)
         arrays = bind(st, prog, args, base_dir)
         states = [st] + [_sharing(State(prog, m, sanitize, trace), st) for _ in range(nctx - 1)]
         fnss = [decode(c, prog) for c in states]
-        sizes = {n: st.gm[n].size for n in st.gm}
-        # only small launches keep their decoding: for big arrays decoding is a small part of the
-        # launch, and the per-byte L2/roofline maps it holds would stay allocated
-        cache[key] = (states, fnss, sizes) if sum(sizes.values()) <= _KEEP_DECODED_BYTES else None
+        cache[key] = (states, fnss)
+    _remember(prog, key)
     for c in states:
         c.grid, c.nprog = grid, nprog
     code = prog.code
@@ -212,7 +206,9 @@ def _launch(prog, args, grid, machine, sanitize, trace, cores, max_steps, base_d
         st.busy_by_core[:] = [c.busy_by_core[0] for c in states]
         st.count_by_core[:] = [c.count_by_core[0] for c in states]
     stats = Stats.from_state(st, prog, arrays, ncores, used)
-    st.gm.clear()                   # the decoding kept for relaunches does not pin the caller's arrays
+    # the decoding kept for relaunches pins neither the caller's arrays nor the per-byte maps
+    for d in (st.gm, st.gm_seen, st.gm_read, st.gm_written):
+        d.clear()
     return stats
 
 

@@ -62,9 +62,9 @@ def _xfer(st, inst, prog):
     race = st.race
     lpl = m.l2_line_bytes // m.beat_bytes
     beat = m.beat_bytes
-    seen = st.gm_seen.get(sname)
-    rmap = st.gm_read.get(sname)
-    wmap = st.gm_written.get(dname)
+    # the L2 and roofline maps are looked up per run: a decoding kept for relaunches serves
+    # arrays of any size (the launch makes the maps)
+    gm_seen, gm_read, gm_written = st.gm_seen, st.gm_read, st.gm_written
     lat = m.paths[path].latency
 
     def run():
@@ -146,23 +146,23 @@ def _xfer(st, inst, prog):
             if rl <= 0:
                 cold = warm = 0
             elif nseg == 1:
-                cold, warm = cycles.l2_read_range(seen, sa, sa + rl, beat, lpl)
-                gmmaps.mark_range(rmap, sa, sa + rl)
+                cold, warm = cycles.l2_read_range(gm_seen[sname], sa, sa + rl, beat, lpl)
+                gmmaps.mark_range(gm_read[sname], sa, sa + rl)
             else:
                 starts = sa + np.arange(nseg, dtype=np.int64) * ss
                 gran, _, segs = cycles.granules(starts, rl, beat)
-                cold, warm = cycles.l2_read(seen, gran, segs, lpl)
-                gmmaps.mark_segments(rmap, sa, nseg, rl, ss)
+                cold, warm = cycles.l2_read(gm_seen[sname], gran, segs, lpl)
+                gmmaps.mark_segments(gm_read[sname], sa, nseg, rl, ss)
             cost = cycles.read_transfer(m, path, cold, warm)
             st.add_bytes(path, nseg * rl)
         elif dgm:
             if nseg == 1:
                 beats = (da + dl - 1) // beat - da // beat + 1
-                gmmaps.mark_range(wmap, da, da + dl)
+                gmmaps.mark_range(gm_written[dname], da, da + dl)
             else:
                 starts = da + np.arange(nseg, dtype=np.int64) * ds
                 _, beats, _ = cycles.granules(starts, dl, beat)
-                gmmaps.mark_segments(wmap, da, nseg, dl, ds)
+                gmmaps.mark_segments(gm_written[dname], da, nseg, dl, ds)
             cost = cycles.write_transfer(m, path, beats)
             st.add_bytes(path, nseg * dl)
         else:
@@ -200,8 +200,7 @@ def _gather(st, inst, prog):
     g_valid = getter(o["valid"], R) if "valid" in o else None
     race = st.race
     lpl = m.l2_line_bytes // m.beat_bytes
-    seen = st.gm_seen.get(gname)
-    bmap = (st.gm_written if scatter else st.gm_read)[gname]
+    gm_seen, bmaps = st.gm_seen, (st.gm_written if scatter else st.gm_read)
 
     def run():
         n, rb, rs, us = g_n(), g_rb(), g_rs(), g_us()
@@ -260,7 +259,7 @@ def _gather(st, inst, prog):
                 eb = et.itemsize
                 tv = _view(ubuf, et, (n, full // eb), ua, (us, eb))
                 tv[~sel] = np_scalar(pad(), et)
-        gmmaps.mark_rows(bmap, starts, rb)
+        gmmaps.mark_rows(bmaps[gname], starts, rb)
         if rb == 0:                             # nothing read (valid=0): the fill costs nothing
             cost = cycles.read_transfer(m, path, 0, 0)
             tick(pipe, cost, inst, m.paths[path].latency)
@@ -269,7 +268,7 @@ def _gather(st, inst, prog):
         if scatter:
             cost = cycles.write_transfer(m, path, beats)
         else:
-            cold, warm = cycles.l2_read(seen, gran, segs, lpl)
+            cold, warm = cycles.l2_read(gm_seen[gname], gran, segs, lpl)
             cost = cycles.read_transfer(m, path, cold, warm)
         st.add_bytes(path, int(starts.size) * rb)
         tick(pipe, cost, inst, m.paths[path].latency)
