@@ -15,7 +15,7 @@ from tritonpu.codegen.asmlist import Instr, Loop, render
 from tritonpu.codegen.emit import Emitter
 from tritonpu.codegen.sync import insert_sync
 from tritonpu.errors import CompilationError, ExecutionError, LaunchError
-from tritonpu.ir import parse_function, print_function
+from tritonpu.ir import parse_function
 from tritonpu.passes import PassManager
 from tritonpu.passes.manager import PassError
 from tritonpu.passes.versioning import launch_values

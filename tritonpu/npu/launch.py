@@ -244,44 +244,26 @@ def _core(st, fns, code, core, used, horizon, max_steps):
     gx, gy = st.grid[0], st.grid[1]
     for pid in range(core, st.nprog, used):
         st.start_program(pid, (pid % gx, (pid // gx) % gy, pid // (gx * gy)))
-        if horizon is None:
-            _run(fns, code, st, max_steps)
-        else:
-            yield from _run_sliced(fns, code, st, max_steps, horizon)
+        yield from _execute(fns, code, st, max_steps, horizon)
         st.end_program()
     st.finish_core()
 
 
-def _run_sliced(fns, code, st, max_steps, horizon):
+def _execute(fns, code, st, max_steps, horizon):
+    """Run the decoded program from pc 0 to its end; pause (yield) once the core's issue time has
+    passed ``horizon[0]`` (checked every 16 instructions; never when ``horizon`` is None)."""
     pc, n, steps = 0, len(fns), 0
     try:
         while pc < n:
             r = fns[pc]()
             pc = pc + 1 if r is None else r
             steps += 1
-            if not steps & 15:              # every 16 instructions: the slice's end, the limit
-                if st.ts > horizon[0]:
+            if not steps & 15:
+                if horizon is not None and st.ts > horizon[0]:
                     yield
                 if steps > max_steps:
                     raise LaunchError(f"program ran more than {max_steps} instructions (an endless "
                                       "loop?); raise max_steps if it is meant to")
-    except NpuError as e:
-        raise e.attach(code[min(pc, n - 1)], st.core, st.pid)
-    except Exception as e:
-        raise LaunchError(f"{type(e).__name__}: {e}").attach(code[min(pc, n - 1)], st.core,
-                                                             st.pid) from e
-
-
-def _run(fns, code, st, max_steps):
-    pc, n, steps = 0, len(fns), 0
-    try:
-        while pc < n:
-            r = fns[pc]()
-            pc = pc + 1 if r is None else r
-            steps += 1
-            if steps > max_steps:
-                raise LaunchError(f"program ran more than {max_steps} instructions (an endless "
-                                  "loop?); raise max_steps if it is meant to")
     except NpuError as e:
         raise e.attach(code[min(pc, n - 1)], st.core, st.pid)
     except Exception as e:

@@ -132,6 +132,18 @@ def written_by(ops) -> set:
     return out
 
 
+def loop_like(loop: Op, args: list, ops: list) -> Op:
+    """A ``for`` with ``loop``'s bounds, initial values, attributes and result names, and a body
+    of region arguments ``args`` and ``ops``."""
+    body = Region(args, ops)
+    for o in ops:
+        o.parent = body
+    new = Op("for", list(loop.operands), [r.type for r in loop.results], dict(loop.attrs), [body], loop.loc)
+    for a, b in zip(loop.results, new.results):
+        b.name = a.name
+    return new
+
+
 def _clone(ops, mapping: dict, into: list, skip=()) -> None:
     """Clone ``ops`` (with their regions) into ``into``, operands through ``mapping`` (updated)."""
     for o in ops:

@@ -12,7 +12,7 @@ first; at most one branch per loop per run, and only loops whose body stays smal
 from __future__ import annotations
 
 from tritonpu.ir import Function, Op, Region
-from tritonpu.passes.double_buffer import _clone, _clone_op
+from tritonpu.passes.double_buffer import _clone, _clone_op, loop_like
 from tritonpu.passes.manager import Pass, register
 
 
@@ -52,13 +52,7 @@ def _version(loop: Op, guard: Op, branch: int) -> Op:
                 mapping[id(r)] = mapping.get(id(y), y)
             continue
         ops.append(_clone_op(o, mapping))
-    new_body = Region(args, ops)
-    for o in ops:
-        o.parent = new_body
-    new = Op("for", list(loop.operands), [r.type for r in loop.results], dict(loop.attrs), [new_body], loop.loc)
-    for a, b in zip(loop.results, new.results):
-        b.name = a.name
-    return new
+    return loop_like(loop, args, ops)
 
 
 @register

@@ -36,7 +36,7 @@ from tritonpu.ir import Function, Op, Region, Value
 from tritonpu.ir import types as T
 from tritonpu.passes.cse import CommonSubexpressionElimination
 from tritonpu.passes.dce import DeadCodeElimination
-from tritonpu.passes.double_buffer import _clone, _clone_op, _positive_step
+from tritonpu.passes.double_buffer import _clone, _clone_op, _positive_step, loop_like
 from tritonpu.passes.manager import Pass, register
 from tritonpu.passes.unswitch import _invariant_slice
 from tritonpu.ref.evaluator import EVAL
@@ -102,6 +102,21 @@ def _inline(ops, cands, mapping: dict) -> list:
     return out
 
 
+def _plan(fn: Function, body: Region):
+    """(candidates, condition ops, condition, ids of the bounds' ops, those ops, decided value) for
+    versioning ``body``, or None when there is nothing to version or the launch rules it out."""
+    cands = _candidates(body)
+    if not cands:
+        return None
+    cond_ops, cond = _cond(cands)
+    bound_ops = {id(o) for _, s in cands for o in s}
+    moved = [o for o in body.ops if id(o) in bound_ops]
+    once = _decide(fn, moved + cond_ops, cond)
+    if once is False:
+        return None
+    return cands, cond_ops, cond, bound_ops, moved, once
+
+
 def _region(args, ops) -> Region:
     r = Region(args, ops)
     for o in ops:
@@ -126,15 +141,10 @@ class Versioning(Pass):
     def _loop(self, fn: Function, loop: Op) -> bool:
         """Version a top-level loop on its inner loops running once."""
         body = loop.regions[0]
-        cands = _candidates(body)
-        if not cands:
+        plan = _plan(fn, body)
+        if plan is None:
             return False
-        cond_ops, cond = _cond(cands)
-        bound_ops = {id(o) for _, s in cands for o in s}
-        moved = [o for o in body.ops if id(o) in bound_ops]
-        once = _decide(fn, moved + cond_ops, cond)
-        if once is False:
-            return False
+        cands, cond_ops, cond, bound_ops, moved, once = plan
         region = loop.parent
         body.ops = [o for o in body.ops if id(o) not in bound_ops]
         at = region.ops.index(loop)
@@ -145,8 +155,7 @@ class Versioning(Pass):
         args = [Value(a.type, a.name) for a in body.args]
         for a, b in zip(body.args, args):
             mapping[id(a)] = b
-        fast = Op("for", list(loop.operands), [r.type for r in loop.results], dict(loop.attrs),
-                  [_region(args, _inline(body.ops, cands, mapping))], loop.loc)
+        fast = loop_like(loop, args, _inline(body.ops, cands, mapping))
         if once:
             _replace(fn, region, loop, fast)
         else:
@@ -156,16 +165,11 @@ class Versioning(Pass):
     def _body(self, fn: Function) -> bool:
         """Version the kernel body (no top-level loop to version) on its loops running once."""
         body = fn.body
-        cands = _candidates(body)
-        if not cands:
+        plan = _plan(fn, body)
+        if plan is None:
             return False
+        cands, cond_ops, cond, bound_ops, moved, once = plan
         ret = body.ops[-1]
-        cond_ops, cond = _cond(cands)
-        bound_ops = {id(o) for _, s in cands for o in s}
-        moved = [o for o in body.ops if id(o) in bound_ops]
-        once = _decide(fn, moved + cond_ops, cond)
-        if once is False:
-            return False
         rest = [o for o in body.ops[:-1] if id(o) not in bound_ops]
         fast = _inline(rest, cands, {})
         if once:
