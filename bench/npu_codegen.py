@@ -5,7 +5,7 @@ bound that sets the roofline, and efficiency = roofline / cycles.
 
 Kernels: softmax 4096x4096 fp32 (one row per program, BLOCK 4096), layernorm 4096x4096 fp32 (one
 row per program; BLOCK 512 and 4096), matmul 2048^3 fp16 with fp32 accumulate (block configs
-in MATMUL_CONFIGS, 64x64x32 up to 128x256x64; the best that compiles counts), gather of 65536 rows from a
+and GROUP_M in MATMUL_CONFIGS, 64x64x32 up to 256x128x64; the best that compiles counts), gather of 65536 rows from a
 262144x256 fp32 table (64 rows per program, BLOCK_D 256), vector add 2^24 (BLOCK 1024 and 8192).
 Results are checked against numpy (matmul on a slice of rows). Sanitizer off.
 Goal (issue 8): efficiency >= 0.80 for each of the five kernels.
@@ -31,8 +31,10 @@ import matmul as mm  # noqa: E402
 import softmax as sm  # noqa: E402
 import vector_add as va  # noqa: E402
 
-MATMUL_CONFIGS = ((64, 64, 32), (64, 64, 64), (128, 64, 32), (64, 128, 32), (128, 128, 32),
-                  (128, 128, 64), (128, 256, 64), (256, 128, 64))
+# (BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M), as a Triton autotune list would hold them
+MATMUL_CONFIGS = ((64, 64, 32, 8), (64, 64, 64, 8), (128, 64, 32, 8), (64, 128, 32, 8), (128, 128, 32, 8),
+                  (128, 128, 64, 8), (128, 256, 64, 8), (256, 128, 64, 8), (256, 128, 32, 8),
+                  (256, 128, 32, 1), (256, 128, 64, 1))
 HEADER = (f"{'kernel':<44}{'cycles':>12}{'roofline':>12}{'bound':>8}{'eff':>7}{'wall s':>8}")
 
 
@@ -102,9 +104,9 @@ def main(argv=None):
         b = rng.standard_normal((n, n)).astype(np.float16)
         ref = a[:128].astype(np.float32) @ b.astype(np.float32)
         effs = []
-        for bm, bn, bk in MATMUL_CONFIGS:
-            effs.append(row(f"matmul {n}^3 fp16->fp32 {bm}x{bn}x{bk}",
-                            lambda: mm.matmul(a, b, np.float32, bm, bn, bk, sanitize=False),
+        for bm, bn, bk, gm in MATMUL_CONFIGS:
+            effs.append(row(f"matmul {n}^3 fp16->fp32 {bm}x{bn}x{bk} G{gm}",
+                            lambda: mm.matmul(a, b, np.float32, bm, bn, bk, GROUP_M=gm, sanitize=False),
                             lambda o: _close(o[:128], ref, 1e-2, 1e-3)))
         best["matmul"] = max((e for e in effs if e is not None), default=None)
         del a, b
