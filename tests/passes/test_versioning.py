@@ -382,3 +382,17 @@ def test_a_tile_stored_in_a_pipelined_loop_keeps_its_buffer_for_the_whole_trip()
                 assert olo + other.bytes <= lo or olo >= hi, (st, other.first)
             checked += 1
     assert checked >= 2
+
+
+def test_e2e_an_input_passed_twice_is_no_aliasing():
+    # only an argument the kernel writes that overlaps another one makes the launch `may_alias`
+    x = np.arange(64, dtype=np.float32)
+    y, out = np.empty_like(x), np.empty_like(x)
+    h = _reload[(1,)](x, y, out, BLOCK=64)
+    m = kmod("vector_add")
+    res, h2 = m.add(x, x, BLOCK=64)
+    assert np.array_equal(res, 2 * x)
+    assert "may_alias" not in h2.asm["dce"]
+    _reload[(1,)](x, y, x[::-1].copy(), BLOCK=64)             # disjoint arrays: no may_alias either
+    h = _reload[(1,)](x, y, out, BLOCK=64)
+    assert "may_alias" not in h.asm["dce"]

@@ -111,12 +111,31 @@ def _compile_npu(ir_text: str, options, print_after) -> NpuKernel:
     return out
 
 
+def _written_args(kernel) -> set | None:
+    """Names of the pointer arguments the kernel may write (None: it writes through a pointer whose
+    argument is unknown)."""
+    names = kernel.__dict__.get("_written_args", False)
+    if names is False:
+        from tritonpu.passes.double_buffer import written_by
+        ids = written_by(kernel.fn.body.ops)
+        names = None if None in ids else {a.name for a in kernel.fn.args if id(a) in ids}
+        kernel.__dict__["_written_args"] = names
+    return names
+
+
 def _share_memory(kernel, arrays) -> bool:
-    """Whether two pointer arguments of the launch overlap in memory (then the compiler may not take
-    a store through one for a store that leaves the other's data alone)."""
-    spans = sorted((a.__array_interface__["data"][0], a.nbytes) for p, a in zip(kernel.fn.args, arrays)
-                   if p.type.is_ptr and a.nbytes)
-    return any(lo + n > hi for (lo, n), (hi, _) in zip(spans, spans[1:]))
+    """Whether an argument the kernel writes overlaps another pointer argument in memory (then the
+    compiler may not take a store through one for a store that leaves the other's data alone).
+    Inputs passed twice (``add(x, x)``) are no concern."""
+    written = _written_args(kernel)
+    spans = [(a.__array_interface__["data"][0], a.nbytes, p.name) for p, a in zip(kernel.fn.args, arrays)
+             if p.type.is_ptr and a.nbytes]
+    for i, (lo, n, name) in enumerate(spans):
+        if written is not None and name not in written:
+            continue
+        if any(lo < lo2 + n2 and lo2 < lo + n for j, (lo2, n2, _) in enumerate(spans) if j != i):
+            return True
+    return False
 
 
 def launch_npu(kernel, arrays, grid, options) -> object:
