@@ -26,27 +26,12 @@ import numpy as np  # noqa: E402
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "kernels"))
 
-import tritonpu  # noqa: E402
-import tritonpu.language as tl  # noqa: E402
-
 import gather as gk  # noqa: E402
 import layernorm as ln  # noqa: E402
 import matmul as mm  # noqa: E402
 import softmax as sm  # noqa: E402
 import vector_add as va  # noqa: E402
 
-
-@tritonpu.jit
-def scale_bias_softmax(x_ptr, b_ptr, out_ptr, n_cols, scale, BLOCK: tl.constexpr):
-    row = tl.program_id(0)
-    cols = tl.arange(0, BLOCK)
-    mask = cols < n_cols
-    x = tl.load(x_ptr + row * n_cols + cols, mask=mask, other=-float("inf"))
-    b = tl.load(b_ptr + cols, mask=mask, other=0.0)
-    z = x * scale + b
-    z = z - tl.max(z, axis=0)
-    e = tl.exp(z)
-    tl.store(out_ptr + row * n_cols + cols, e / tl.sum(e, axis=0), mask=mask)
 
 
 def specializations(rng):
@@ -64,7 +49,7 @@ def specializations(rng):
         yield (f"online softmax BLOCK {block}", sm.online_softmax_kernel, (R,), (os_, xs, C, C), dict(BLOCK=block))
     bias = f32(C)
     for block in (1024, 2048):
-        yield (f"scale-bias-softmax BLOCK {block}", scale_bias_softmax, (R,), (xs, bias, os_, C, 0.5),
+        yield (f"scale-bias-softmax BLOCK {block}", sm.scale_bias_softmax_kernel, (R,), (xs, bias, os_, C, 0.5),
                dict(BLOCK=block))
     w, b = f32(C), f32(C)
     mean, rstd = np.empty(R, np.float32), np.empty(R, np.float32)

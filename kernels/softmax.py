@@ -45,6 +45,20 @@ def online_softmax_kernel(out_ptr, in_ptr, row_stride, n_cols, BLOCK: tl.constex
         tl.store(out_ptr + row * row_stride + cols, tl.exp(x - row_max) / total, mask=cols < n_cols)
 
 
+@tritonpu.jit
+def scale_bias_softmax_kernel(x_ptr, b_ptr, out_ptr, n_cols, scale, BLOCK: tl.constexpr):
+    """softmax(x * scale + bias) per row: the attention-score epilogue, fused on chip."""
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    mask = cols < n_cols
+    x = tl.load(x_ptr + row * n_cols + cols, mask=mask, other=-float("inf"))
+    b = tl.load(b_ptr + cols, mask=mask, other=0.0)
+    z = x * scale + b
+    z = z - tl.max(z, axis=0)
+    e = tl.exp(z)
+    tl.store(out_ptr + row * n_cols + cols, e / tl.sum(e, axis=0), mask=mask)
+
+
 def softmax(x: np.ndarray, **launch):
     rows, cols = x.shape
     out = np.empty_like(x)
@@ -57,6 +71,14 @@ def online_softmax(x: np.ndarray, BLOCK: int = 256, **launch):
     rows, cols = x.shape
     out = np.empty_like(x)
     handle = online_softmax_kernel[(rows,)](out, x, x.shape[1], cols, BLOCK=BLOCK, **launch)
+    return out, handle
+
+
+def scale_bias_softmax(x: np.ndarray, bias: np.ndarray, scale: float, **launch):
+    rows, cols = x.shape
+    out = np.empty_like(x)
+    handle = scale_bias_softmax_kernel[(rows,)](x, bias, out, cols, scale, BLOCK=tritonpu.next_power_of_2(cols),
+                                                **launch)
     return out, handle
 
 
@@ -74,6 +96,9 @@ def main(rows: int = 128, cols: int = 781, long_cols: int = 3000, seed: int = 0)
     x2 = rng.standard_normal((rows // 4, long_cols), dtype=np.float32)
     out2, h2 = online_softmax(x2)
     ok &= report(f"online softmax {rows // 4}x{long_cols}", h2, out2, reference(x2))
+    bias = rng.standard_normal(cols, dtype=np.float32)
+    out3, h3 = scale_bias_softmax(x, bias, 0.5)
+    ok &= report(f"scale-bias-softmax {rows}x{cols}", h3, out3, reference(x * np.float32(0.5) + bias))
     double_buffer_report("softmax", h, lambda **o: softmax(x, **o)[1])
     double_buffer_report("online softmax", h2, lambda **o: online_softmax(x2, **o)[1])
     return ok

@@ -17,17 +17,16 @@ from tritonpu.testing import assert_close, filecheck
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
-@tritonpu.jit
-def scale_bias_softmax(x_ptr, b_ptr, out_ptr, n_cols, scale, BLOCK: tl.constexpr):
-    row = tl.program_id(0)
-    cols = tl.arange(0, BLOCK)
-    mask = cols < n_cols
-    x = tl.load(x_ptr + row * n_cols + cols, mask=mask, other=-float("inf"))
-    b = tl.load(b_ptr + cols, mask=mask, other=0.0)
-    z = x * scale + b
-    z = z - tl.max(z, axis=0)
-    e = tl.exp(z)
-    tl.store(out_ptr + row * n_cols + cols, e / tl.sum(e, axis=0), mask=mask)
+
+def _kernels(stem):
+    import importlib.util
+    spec = importlib.util.spec_from_file_location(f"npu_kernels_{stem}", os.path.join(ROOT, "kernels", f"{stem}.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+scale_bias_softmax = _kernels("softmax").scale_bias_softmax_kernel
 
 
 def _sbs_reference(x, b, scale):
@@ -61,7 +60,7 @@ def test_every_stage_is_kept_and_the_isa_is_what_ran():
         CHECK: store_tile
         CHECK-NOT: = load %""")
     filecheck(h.asm["isa"], """
-        CHECK: .kernel scale_bias_softmax
+        CHECK: .kernel scale_bias_softmax_kernel
         CHECK: .param x_ptr gm f32
         CHECK: block_idx
         CHECK: mov.gm.ub.f32
