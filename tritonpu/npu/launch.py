@@ -180,35 +180,37 @@ def _launch(prog, args, grid, machine, sanitize, trace, cores, max_steps, base_d
         fnss = [decode(c, prog) for c in states]
         cache[key] = (states, fnss)
     _remember(prog, key)
-    for c in states:
-        c.grid, c.nprog = grid, nprog
-    code = prog.code
-    with np.errstate(all="ignore"):
-        if nctx == 1:
-            for core in range(used):
-                for _ in _core(states[0], fnss[0], code, core, used, None, max_steps):
-                    pass
-        else:
-            # the cores advance together, a slice of simulated time at a time, so that the shared
-            # L2 sees their GM reads in time order (the first to reach a line pays the DDR read)
-            # (the order within a slice rotates: no core is always the first to reach a line)
-            horizon = [0]
-            runs = [_core(states[c], fnss[c], code, c, used, horizon, max_steps) for c in range(used)]
-            turn = 0
-            while runs:
-                horizon[0] += _SLICE
-                k = turn % len(runs)
-                runs = [r for r in runs[k:] + runs[:k] if next(r, _DONE) is not _DONE]
-                turn += 1
-    st = states[0]
-    if nctx > 1:                    # per-core results in core order
-        st.core_cycles[:] = [c.core_cycles[0] for c in states]
-        st.busy_by_core[:] = [c.busy_by_core[0] for c in states]
-        st.count_by_core[:] = [c.count_by_core[0] for c in states]
-    stats = Stats.from_state(st, prog, arrays, ncores, used)
-    # the decoding kept for relaunches pins neither the caller's arrays nor the per-byte maps
-    for d in (st.gm, st.gm_seen, st.gm_read, st.gm_written):
-        d.clear()
+    try:
+        for c in states:
+            c.grid, c.nprog = grid, nprog
+        code = prog.code
+        with np.errstate(all="ignore"):
+            if nctx == 1:
+                for core in range(used):
+                    for _ in _core(states[0], fnss[0], code, core, used, None, max_steps):
+                        pass
+            else:
+                # the cores advance together, a slice of simulated time at a time, so that the shared
+                # L2 sees their GM reads in time order (the first to reach a line pays the DDR read)
+                # (the order within a slice rotates: no core is always the first to reach a line)
+                horizon = [0]
+                runs = [_core(states[c], fnss[c], code, c, used, horizon, max_steps) for c in range(used)]
+                turn = 0
+                while runs:
+                    horizon[0] += _SLICE
+                    k = turn % len(runs)
+                    runs = [r for r in runs[k:] + runs[:k] if next(r, _DONE) is not _DONE]
+                    turn += 1
+        st = states[0]
+        if nctx > 1:                    # per-core results in core order
+            st.core_cycles[:] = [c.core_cycles[0] for c in states]
+            st.busy_by_core[:] = [c.busy_by_core[0] for c in states]
+            st.count_by_core[:] = [c.count_by_core[0] for c in states]
+        stats = Stats.from_state(st, prog, arrays, ncores, used)
+    finally:
+        # the decoding kept for relaunches pins neither the caller's arrays nor the per-byte maps
+        for d in (states[0].gm, states[0].gm_seen, states[0].gm_read, states[0].gm_written):
+            d.clear()
     return stats
 
 
