@@ -142,34 +142,58 @@ def test_a_dot_whose_result_does_not_fit_on_chip_is_a_compilation_error_at_the_d
     assert "tensor<256x256xf32>" in text and "use a smaller block size" in text and "c = tl.dot(a, b)" in text
 
 
+@tritonpu.jit
+def _mm_epilogue(a_ptr, b_ptr, c_ptr, M, N, K, EPI: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr,
+                 BK: tl.constexpr):
+    rm = tl.program_id(0) * BM + tl.arange(0, BM)
+    rn = tl.program_id(1) * BN + tl.arange(0, BN)
+    rk = tl.arange(0, BK)
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k in range(0, K, BK):
+        a = tl.load(a_ptr + rm[:, None] * K + (k + rk)[None, :], mask=(rm[:, None] < M) & ((k + rk)[None, :] < K),
+                    other=0.0)
+        b = tl.load(b_ptr + (k + rk)[:, None] * N + rn[None, :], mask=((k + rk)[:, None] < K) & (rn[None, :] < N),
+                    other=0.0)
+        acc += tl.dot(a, b)
+    if EPI:
+        acc = acc * 2.0
+    tl.store(c_ptr + rm[:, None] * N + rn[None, :], acc, mask=(rm[:, None] < M) & (rn[None, :] < N))
+
+
+@pytest.mark.parametrize("epilogue", [False, True])
 @pytest.mark.parametrize("k_trips", [1, 2, 3, 5])
-def test_k_loop_accumulator_stays_in_l0c_through_the_odd_last_trip(k_trips):
+def test_k_loop_accumulator_stays_in_l0c_through_the_odd_last_trip(k_trips, epilogue):
     # double buffering unrolls the K loop by two; an odd trip count leaves a last trip after the
-    # loop (an if): its dot accumulates into the same L0C tile and FIX drains once, in the branch
-    import importlib.util
-    from pathlib import Path
-    spec = importlib.util.spec_from_file_location(
-        "dot_matmul_l0c_tail", Path(__file__).resolve().parents[2] / "kernels" / "matmul.py")
-    mm = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mm)
+    # loop (an if): its dot accumulates into the same L0C tile.  Stored as it is, FIX writes the
+    # accumulator to GM straight from L0C, once; with vector work after it, FIX drains it to UB
+    # once, in whichever branch ran.
     rng = np.random.default_rng(k_trips)
-    M, N, K = 128, 64, 32 * k_trips
+    M, N, K = 100, 64, 32 * k_trips - 3                  # ragged M and K
     a = rng.standard_normal((M, K)).astype(np.float16)
     b = rng.standard_normal((K, N)).astype(np.float16)
-    c, h = mm.matmul(a, b, np.float32, 64, 64, 32)
+
+    def run(**kw):
+        c = np.zeros((M, N), np.float32)
+        h = _mm_epilogue[(2, 1)](a, b, c, M, N, K, EPI=epilogue, BM=64, BN=64, BK=32, **kw)
+        return c, h
+    c, h = run()
     ir, isa = h.asm["buffer-planning"], h.asm["isa"]      # (h.asm shows the latest launch's stages)
-    c_off, _ = mm.matmul(a, b, np.float32, 64, 64, 32, double_buffer=False)
+    c_off, _ = run(double_buffer=False)
     assert c.tobytes() == c_off.tobytes()
-    np.testing.assert_allclose(c, a.astype(np.float32) @ b.astype(np.float32), rtol=1e-3, atol=1e-3)
-    if k_trips == 1:        # the launch's K makes one trip: versioning leaves no loop at all
+    ref = a.astype(np.float32) @ b.astype(np.float32) * (2 if epilogue else 1)
+    np.testing.assert_allclose(c, ref, rtol=1e-3, atol=1e-3)
+    if k_trips == 1:        # the launch's K makes one trip: versioning leaves no K loop at all
         assert "single_trip = true" in ir
         return
     assert 'double_buffer = "on"' in ir
     tail = [ln for ln in ir.splitlines() if "= dot " in ln and "l0c = 0" not in ln]
     assert not tail, tail                               # every dot accumulates in L0C
-    assert "ub = [0" not in ir.split('double_buffer = "on"')[1].split("\n")[0]   # the loop's acc is not in UB
-    # one drain per branch of the odd last trip (none after the loop itself)
-    assert isa.count("mov.l0c.ub") == 2, isa
+    if epilogue:
+        assert isa.count("mov.l0c.ub") == 2, isa      # one per branch of the (runtime) last-trip if
+        assert "mov.l0c.gm" not in isa
+    else:
+        assert isa.count("mov.l0c.gm") == 1 and "mov.l0c.ub" not in isa, isa
+        assert "mov.ub.gm" not in isa                   # no UB copy of the result, no MTE3
 
 
 def test_a_warm_relaunch_reports_the_same_profile():

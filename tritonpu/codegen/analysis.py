@@ -99,6 +99,7 @@ class Analysis:
                 self.users.setdefault(id(v), []).append((op, i))
         self.l0c_loops: dict = {}        # id(for op) -> {iter index: dot op}
         self.l0c_tails: dict = {}        # id(for op) -> {iter index: the dot of its odd last trip}
+        self.l0c_stored: dict = {}       # id(for op) -> {iter index: the final accumulator FIX stores}
         self._cube_homes(fn)
         self._homes(fn)
         self._groups(fn)
@@ -271,6 +272,20 @@ class Analysis:
                 self.home[id(op.results[i])] = L0C
                 self.home[id(tail.result)] = L0C
                 self.l0c_tails.setdefault(id(op), {})[i] = tail
+            final = tail.parent.parent.results[
+                tail.parent.terminator.operands.index(tail.result)] if tail is not None else op.results[i]
+            if self._stored_row_major_only(final):   # FIX writes it to GM straight from L0C
+                self.home[id(op.results[i])] = L0C
+                self.home[id(final)] = L0C
+                self.l0c_stored.setdefault(id(op), {})[i] = final
+
+    def _stored_row_major_only(self, v) -> bool:
+        """``v``'s one use is the value of a 2-D ``store_tile`` with unit column stride."""
+        uses = self.users.get(id(v), [])
+        if len(uses) != 1 or len(v.type.shape) != 2:
+            return False
+        u, k = uses[0]
+        return u.name == "store_tile" and k == len(u.operands) - 1 and _const_value(u.operands[2]) == 1
 
     def _l0c_tail(self, r):
         """The dot of a double-buffered loop's odd last trip: ``if c { yield dot(a, b, r) } else
@@ -389,11 +404,15 @@ class Analysis:
                         for dot in chain:
                             merge(group(a), dot.result)     # accumulated in place in L0C
                         tail = self.l0c_tails.get(id(op), {}).get(i)
+                        stored = self.l0c_stored.get(id(op), {}).get(i)
                         if tail is not None:                # and after the loop, in the odd last trip
                             merge(group(a), r)
                             merge(group(a), tail.result)
-                        else:
+                        elif stored is None:
                             group(r)
+                        if stored is not None:              # and until FIX stores it
+                            merge(group(a), r)
+                            merge(group(a), stored)
                     else:
                         merge(group(a), r)
                 group(op.regions[0].args[0])

@@ -169,6 +169,13 @@ class MemoryEmitter:
         V = [self.scalar(v) for v in valids] or [Imm(1)]
         shape = ty.shape or (1,)
         es = src.esize
+        if src.space == "l0c":      # a cube accumulator: FIX converts and writes it to GM itself
+            M, N = shape
+            np_ = -(-N // 16) * 16
+            self.emit(f"mov.l0c.gm.{asm_type(ty)}.{src.dtype} {param}[{base}], l0c[{src.addr}], {V[0]}, "
+                      f"{self.mul_imm(V[1], 4)}, {np_ * 4}, {self.mul_imm(S[0], es)}", "FIX",
+                      [Access("l0c", src.addr, src.addr + M * np_ * 4)], [Access.gm(param)])
+            return
         reads, writes = [self.acc(src)], [Access.gm(param)]
         if r <= 1:
             rows_valid, cols_valid, cols, rows, s_row, s_col = Imm(1), V[0], shape[0], 1, Imm(0), S[0]
