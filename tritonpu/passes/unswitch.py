@@ -55,6 +55,29 @@ def _version(loop: Op, guard: Op, branch: int) -> Op:
     return loop_like(loop, args, ops)
 
 
+def versions_if(fn: Function, loop: Op, cond, then_loop: Op, else_loop: Op) -> Op:
+    """Put ``if cond { then_loop } else { else_loop }`` (each branch yielding its loop's results)
+    in ``loop``'s place; what used ``loop``'s results uses the if's (``else_loop`` may be ``loop``)."""
+    region = loop.parent
+    regions = []
+    for v in (then_loop, else_loop):
+        r = Region([], [v, Op("yield", list(v.results), [], loc=loop.loc)])
+        for o in r.ops:
+            o.parent = r
+        regions.append(r)
+    outer = Op("if", [cond], [r.type for r in loop.results], regions=regions, loc=loop.loc)
+    for a, b in zip(loop.results, outer.results):
+        b.name = a.name
+    region.ops[region.ops.index(loop)] = outer
+    outer.parent = region
+    mapping = {id(a): b for a, b in zip(loop.results, outer.results)}
+    yields = {id(r.ops[-1]) for r in regions}
+    for o in fn.walk():
+        if id(o) not in yields:
+            o.operands = [mapping.get(id(x), x) for x in o.operands]
+    return outer
+
+
 @register
 class Unswitch(Pass):
     name = "unswitch"
@@ -85,22 +108,7 @@ class Unswitch(Pass):
             region.ops[at:at] = cond_ops
             for o in cond_ops:
                 o.parent = region
-            versions = [_version(loop, guard, 0), _version(loop, guard, 1)]
-            regions = []
-            for v in versions:
-                r = Region([], [v, Op("yield", list(v.results), [], loc=loop.loc)])
-                for o in r.ops:
-                    o.parent = r
-                regions.append(r)
-            outer = Op("if", [guard.operands[0]], [r.type for r in loop.results], regions=regions, loc=loop.loc)
-            for a, b in zip(loop.results, outer.results):
-                b.name = a.name
-            i = region.ops.index(loop)
-            region.ops[i] = outer
-            outer.parent = region
-            mapping = {id(a): b for a, b in zip(loop.results, outer.results)}
-            for o in fn.walk():
-                o.operands = [mapping.get(id(x), x) for x in o.operands]
+            outer = versions_if(fn, loop, guard.operands[0], _version(loop, guard, 0), _version(loop, guard, 1))
             _sink(fn, region, outer)
             return True
         return False

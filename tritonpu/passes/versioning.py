@@ -36,9 +36,9 @@ from tritonpu.ir import Function, Op, Region, Value
 from tritonpu.ir import types as T
 from tritonpu.passes.cse import CommonSubexpressionElimination
 from tritonpu.passes.dce import DeadCodeElimination
-from tritonpu.passes.double_buffer import _clone, _clone_op, _positive_step, loop_like
+from tritonpu.passes.double_buffer import _clone, _clone_op, _positive_step, _replace_all_uses, loop_like
 from tritonpu.passes.manager import Pass, register
-from tritonpu.passes.unswitch import _invariant_slice
+from tritonpu.passes.unswitch import _invariant_slice, versions_if
 from tritonpu.ref.evaluator import EVAL
 
 _LOADS = ("load_tile", "gather_rows")
@@ -159,7 +159,9 @@ class Versioning(Pass):
         if once:
             _replace(fn, region, loop, fast)
         else:
-            self._branch(fn, region, loop, fast, cond)
+            for a, b in zip(loop.results, fast.results):
+                b.name = a.name
+            versions_if(fn, loop, cond, fast, loop)
         return True
 
     def _body(self, fn: Function) -> bool:
@@ -183,24 +185,6 @@ class Versioning(Pass):
             o.parent = body
         return True
 
-    @staticmethod
-    def _branch(fn, region, loop, fast, cond) -> None:
-        """Replace ``loop`` in ``region`` by ``if cond { fast } else { loop }``."""
-        for a, b in zip(loop.results, fast.results):
-            b.name = a.name
-        regions = [_region([], [v, Op("yield", list(v.results), [], loc=loop.loc)]) for v in (fast, loop)]
-        outer = Op("if", [cond], [r.type for r in loop.results], regions=regions, loc=loop.loc)
-        for a, b in zip(loop.results, outer.results):
-            b.name = a.name
-        i = region.ops.index(loop)
-        region.ops[i] = outer
-        outer.parent = region
-        mapping = {id(a): b for a, b in zip(loop.results, outer.results)}
-        else_yield = regions[1].ops[-1]
-        for o in fn.walk():
-            if o is not else_yield:
-                o.operands = [mapping.get(id(x), x) for x in o.operands]
-
 
 def _replace(fn, region, loop, new) -> None:
     """``new`` takes ``loop``'s place and its results' uses."""
@@ -208,9 +192,7 @@ def _replace(fn, region, loop, new) -> None:
         b.name = a.name
     region.ops[region.ops.index(loop)] = new
     new.parent = region
-    mapping = {id(a): b for a, b in zip(loop.results, new.results)}
-    for o in fn.walk():
-        o.operands = [mapping.get(id(x), x) for x in o.operands]
+    _replace_all_uses(fn, loop.results, new.results)
 
 
 # ---- deciding at launch ----------------------------------------------------------------------
