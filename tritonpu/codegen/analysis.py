@@ -403,16 +403,14 @@ class Analysis:
                     if chain is not None:
                         for dot in chain:
                             merge(group(a), dot.result)     # accumulated in place in L0C
-                        tail = self.l0c_tails.get(id(op), {}).get(i)
-                        stored = self.l0c_stored.get(id(op), {}).get(i)
-                        if tail is not None:                # and after the loop, in the odd last trip
-                            merge(group(a), r)
-                            merge(group(a), tail.result)
-                        elif stored is None:
+                        if self.home.get(id(r)) == L0C:     # and after the loop: the odd last
+                            tail = self.l0c_tails.get(id(op), {}).get(i)    # trip, until FIX stores it
+                            stored = self.l0c_stored.get(id(op), {}).get(i)
+                            for v in (r, tail.result if tail is not None else None, stored):
+                                if v is not None:
+                                    merge(group(a), v)
+                        else:
                             group(r)
-                        if stored is not None:              # and until FIX stores it
-                            merge(group(a), r)
-                            merge(group(a), stored)
                     else:
                         merge(group(a), r)
                 group(op.regions[0].args[0])

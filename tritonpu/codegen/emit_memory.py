@@ -8,7 +8,7 @@ the ``other`` value on the vector unit before the transfer writes the valid part
 from __future__ import annotations
 
 from tritonpu.codegen.asmlist import Access, Instr, Loop, While
-from tritonpu.codegen.values import Imm, Reg, Tile, asm_type
+from tritonpu.codegen.values import Imm, Tile, asm_type
 
 ZEROS = "__zeros"       # a GM parameter of zero bytes the launch provides (pad rows of L1 tiles)
 
@@ -170,11 +170,7 @@ class MemoryEmitter:
         shape = ty.shape or (1,)
         es = src.esize
         if src.space == "l0c":      # a cube accumulator: FIX converts and writes it to GM itself
-            M, N = shape
-            np_ = -(-N // 16) * 16
-            self.emit(f"mov.l0c.gm.{asm_type(ty)}.{src.dtype} {param}[{base}], l0c[{src.addr}], {V[0]}, "
-                      f"{self.mul_imm(V[1], 4)}, {np_ * 4}, {self.mul_imm(S[0], es)}", "FIX",
-                      [Access("l0c", src.addr, src.addr + M * np_ * 4)], [Access.gm(param)])
+            self.store_l0c(src, asm_type(ty), param, base, V[0], V[1], self.mul_imm(S[0], es))
             return
         reads, writes = [self.acc(src)], [Access.gm(param)]
         if r <= 1:

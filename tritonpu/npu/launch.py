@@ -221,12 +221,12 @@ _DONE = object()
 def _interleavable(prog) -> bool:
     """Whether the cores may be simulated in slices of time: not when the program's observable
     order across cores matters — device prints and asserts, atomics (their old values) — which
-    then run core after core, in program order."""
-    for inst in prog.code:
-        spec = inst.spec
-        if spec.impl in ("satomic", "dbg") or "atomic" in inst.opts:
-            return False
-    return True
+    then run core after core, in program order.  (Found once per program.)"""
+    ok = prog.__dict__.get("_interleavable")
+    if ok is None:
+        ok = prog.__dict__["_interleavable"] = not any(
+            inst.spec.impl in ("satomic", "dbg") or "atomic" in inst.opts for inst in prog.code)
+    return ok
 
 
 def _sharing(st, first):

@@ -35,7 +35,7 @@ class State:
         self.prog = prog
         self.m = machine
         self.sanitize = sanitize
-        touched = _accessors(prog)      # spaces no instruction touches get no memory
+        touched = accessors(prog)       # spaces no instruction touches get no memory
         self.mem = {s: np.zeros(machine.capacity[s] if touched[s] else 0, np.uint8) for s in SPACES}
         self.gm = {}            # param -> 1-D uint8 view of the caller's array
         self.gm_seen = {}       # param -> bool per 512 B line read so far (L2 model)
@@ -59,17 +59,15 @@ class State:
         self.nprog = 1
         self.loops = {}         # for-instruction index -> [end, step]
         self.core = 0
+        self.flags = {}         # (src, dst, event) -> pending set_flag; the decoded syncs hold it
         self.reset_core(0)
 
     def new_launch(self):
-        """Start another launch with the same decoded program and the same GM arrays: clear the
-        launch-wide accumulators, the L2 and roofline maps and the on-chip memories in place
-        (the decoded closures hold references to all of them)."""
+        """Start another launch with the same decoded program: clear the launch-wide accumulators
+        and the on-chip memories in place (the decoded closures hold references to them); the
+        launch binds its GM arrays and makes their L2 and roofline maps afresh."""
         for space in self.mem.values():
             space.fill(0)
-        for maps in (self.gm_seen, self.gm_read, self.gm_written):
-            for a in maps.values():
-                a.fill(0)
         for acc in (self.bytes_by_path, self.macs, self.stalls, self.queue_wait,
                     self.core_cycles, self.busy_by_core, self.count_by_core):
             acc.clear()             # in place: decoded closures hold some of them (macs)
@@ -88,10 +86,7 @@ class State:
         self.queued = [0] * NP  # cycles instructions waited after issue for their busy pipe
         self.done = [0] * NP    # when the pipe's last transfer has landed (latency is pipelined)
         self.inflight = [[] for _ in range(NP)]  # per pipe: (space, lo, hi, lands) of on-chip writes
-        if hasattr(self, "flags"):
-            self.flags.clear()      # in place: the decoded sync instructions hold this dict
-        else:
-            self.flags = {}
+        self.flags.clear()      # in place: the decoded sync instructions hold this dict
         self.print_line = None  # the line dbg.print/dbg.prints are appending to (None: empty)
         if self.race is not None:
             self.race.reset()
@@ -200,9 +195,13 @@ class State:
                                    addrs={param: (lo, hi)})
 
 
-def _accessors(prog):
-    """space -> pipes (indices) whose instructions touch it: the race tracker's pruning set."""
-    acc = {s: set() for s in SPACES}
+def accessors(prog):
+    """space -> pipes (indices) whose instructions touch it: the race tracker's pruning set (once
+    per program)."""
+    acc = prog.__dict__.get("_accessors")
+    if acc is not None:
+        return acc
+    acc = prog.__dict__["_accessors"] = {s: set() for s in SPACES}
     for inst in prog.code:
         spec = inst.spec
         if spec.pipe not in PIPE_INDEX:

@@ -13,10 +13,8 @@ then any write ends every earlier load's reuse.
 from __future__ import annotations
 
 from tritonpu.ir import Function, Region
-from tritonpu.passes.double_buffer import _root, _written_roots, written_by
+from tritonpu.passes.double_buffer import _LOADS, _root, _written_roots, written_by
 from tritonpu.passes.manager import Pass, register
-
-_LOADS = ("load_tile", "gather_rows")
 
 
 def _freeze(v):
@@ -57,13 +55,13 @@ class CommonSubexpressionElimination(Pass):
         seen = dict(seen)
         for op in region.ops:
             operands = [mapping.get(id(v), v) for v in op.operands]
-            if op.name in ("for", "while"):      # a later trip runs after the loop's own writes
-                self._forget(seen, _written_roots(op.regions[0]) | (
-                    _written_roots(op.regions[1]) if len(op.regions) > 1 else set()))
-            for r in op.regions:
-                self._region(r, seen, mapping)
             if op.regions:
-                self._forget(seen, set().union(*(_written_roots(r) for r in op.regions)))
+                written = set().union(*(_written_roots(r) for r in op.regions))
+                if op.name in ("for", "while"):      # a later trip runs after the loop's own writes
+                    self._forget(seen, written)
+                for r in op.regions:
+                    self._region(r, seen, mapping)
+                self._forget(seen, written)
             d = op.opdef
             load = op.name in _LOADS
             if not load and d.effects:

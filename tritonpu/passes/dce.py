@@ -12,10 +12,8 @@ stores, atomics, prints, asserts) and terminators are never removed.
 from __future__ import annotations
 
 from tritonpu.ir import Function, Op, Region
+from tritonpu.passes.double_buffer import _LOADS as _READS
 from tritonpu.passes.manager import Pass, register
-
-
-_READS = ("load_tile", "gather_rows")
 
 
 def _has_effects(op: Op) -> bool:

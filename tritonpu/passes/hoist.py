@@ -46,8 +46,7 @@ class HoistLoads(Pass):
 
     @staticmethod
     def _pure(fn: Function, loop: Op) -> None:
-        from tritonpu.passes.buffer_planning import plan
-        body, region = loop.regions[0], loop.parent
+        body = loop.regions[0]
         inside = {id(a) for a in body.args}
         for o in body.ops:
             inside.update(id(r) for r in o.results)
@@ -59,29 +58,13 @@ class HoistLoads(Pass):
             if all(id(v) not in inside or id(v) in out for v in o.operands):
                 moved.append(o)
                 out.update(id(r) for r in o.results)
-        if not moved:
-            return
-        saved_body, saved_region = list(body.ops), list(region.ops)
-        ids = {id(o) for o in moved}
-        body.ops = [o for o in body.ops if id(o) not in ids]
-        at = region.ops.index(loop)
-        region.ops[at:at] = moved
-        for o in moved:
-            o.parent = region
-        if any(v.type.is_block for o in moved for v in o.results):
-            try:
-                plan(fn)
-            except CompilationError:       # the blocks do not fit on chip for the whole loop
-                body.ops, region.ops = saved_body, saved_region
-                for o in body.ops:
-                    o.parent = body
+        if moved:
+            _move_before(fn, loop, moved, check=any(v.type.is_block for o in moved for v in o.results))
 
     @staticmethod
     def _hoist(fn: Function, loop: Op, ld: Op, need: set) -> None:
-        from tritonpu.passes.buffer_planning import plan
-        body, region = loop.regions[0], loop.parent
-        saved_body, saved_region, saved_operands = list(body.ops), list(region.ops), list(ld.operands)
-        moved = [o for o in body.ops if id(o) in need]
+        saved_operands = list(ld.operands)
+        moved = [o for o in loop.regions[0].ops if id(o) in need]
         guard: list = []
 
         def mk(name, operands, ty, **attrs):
@@ -93,14 +76,28 @@ class HoistLoads(Pass):
         for k, full in _extents(ld):
             v = ld.operands[k]
             ld.operands[k] = mk("select", [runs, v, mk("constant", [], v.type, value=full)], v.type)
-        body.ops = [o for o in body.ops if id(o) not in need and o is not ld]
-        at = region.ops.index(loop)
-        region.ops[at:at] = moved + guard + [ld]
-        for o in moved + guard + [ld]:
-            o.parent = region
+        if not _move_before(fn, loop, moved + guard + [ld], check=True):
+            ld.operands = saved_operands
+
+
+def _move_before(fn: Function, loop: Op, ops: list, check: bool) -> bool:
+    """Put ``ops`` (from the loop's body, or new) right before ``loop``, in order.  With ``check``,
+    undo it and return False when the function's blocks then no longer fit on chip."""
+    from tritonpu.passes.buffer_planning import plan
+    body, region = loop.regions[0], loop.parent
+    saved_body, saved_region = list(body.ops), list(region.ops)
+    ids = {id(o) for o in ops}
+    body.ops = [o for o in body.ops if id(o) not in ids]
+    at = region.ops.index(loop)
+    region.ops[at:at] = ops
+    for o in ops:
+        o.parent = region
+    if check:
         try:
             plan(fn)
         except CompilationError:
-            body.ops, region.ops, ld.operands = saved_body, saved_region, saved_operands
+            body.ops, region.ops = saved_body, saved_region
             for o in body.ops:
                 o.parent = body
+            return False
+    return True

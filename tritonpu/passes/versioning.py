@@ -36,12 +36,10 @@ from tritonpu.ir import Function, Op, Region, Value
 from tritonpu.ir import types as T
 from tritonpu.passes.cse import CommonSubexpressionElimination
 from tritonpu.passes.dce import DeadCodeElimination
-from tritonpu.passes.double_buffer import _clone, _clone_op, _positive_step, _replace_all_uses, loop_like
+from tritonpu.passes.double_buffer import _LOADS, _clone, _clone_op, _positive_step, _replace_all_uses, loop_like
 from tritonpu.passes.manager import Pass, register
 from tritonpu.passes.unswitch import _invariant_slice, versions_if
 from tritonpu.ref.evaluator import EVAL
-
-_LOADS = ("load_tile", "gather_rows")
 
 
 def _candidates(body: Region) -> list:
@@ -92,7 +90,7 @@ def _inline(ops, cands, mapping: dict) -> list:
             out.append(_clone_op(o, mapping))
             continue
         body = o.regions[0]
-        lb, _, _ = o.operands[:3]
+        lb = o.operands[0]
         mapping[id(body.args[0])] = mapping.get(id(lb), lb)
         for a, init in zip(body.args[1:], o.operands[3:]):
             mapping[id(a)] = mapping.get(id(init), init)
@@ -103,8 +101,8 @@ def _inline(ops, cands, mapping: dict) -> list:
 
 
 def _plan(fn: Function, body: Region):
-    """(candidates, condition ops, condition, ids of the bounds' ops, those ops, decided value) for
-    versioning ``body``, or None when there is nothing to version or the launch rules it out."""
+    """(candidates, condition ops, condition, the body's ops computing the bounds, decided value)
+    for versioning ``body``, or None when there is nothing to version or the launch rules it out."""
     cands = _candidates(body)
     if not cands:
         return None
@@ -114,7 +112,7 @@ def _plan(fn: Function, body: Region):
     once = _decide(fn, moved + cond_ops, cond)
     if once is False:
         return None
-    return cands, cond_ops, cond, bound_ops, moved, once
+    return cands, cond_ops, cond, moved, once
 
 
 def _region(args, ops) -> Region:
@@ -144,7 +142,8 @@ class Versioning(Pass):
         plan = _plan(fn, body)
         if plan is None:
             return False
-        cands, cond_ops, cond, bound_ops, moved, once = plan
+        cands, cond_ops, cond, moved, once = plan
+        bound_ops = {id(o) for o in moved}
         region = loop.parent
         body.ops = [o for o in body.ops if id(o) not in bound_ops]
         at = region.ops.index(loop)
@@ -170,7 +169,8 @@ class Versioning(Pass):
         plan = _plan(fn, body)
         if plan is None:
             return False
-        cands, cond_ops, cond, bound_ops, moved, once = plan
+        cands, cond_ops, cond, moved, once = plan
+        bound_ops = {id(o) for o in moved}
         ret = body.ops[-1]
         rest = [o for o in body.ops[:-1] if id(o) not in bound_ops]
         fast = _inline(rest, cands, {})
