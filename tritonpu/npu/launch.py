@@ -22,6 +22,7 @@ from tritonpu.isa import machine as get_machine
 
 from . import gmmaps
 from .errors import LaunchError, NpuError
+from .fuse import failing_pc
 from .ops_scalar import to_type
 from .registry import decode
 from .state import State
@@ -267,7 +268,7 @@ def _execute(fns, code, st, max_steps, horizon):
                     raise LaunchError(f"program ran more than {max_steps} instructions (an endless "
                                       "loop?); raise max_steps if it is meant to")
     except NpuError as e:
-        raise e.attach(code[min(pc, n - 1)], st.core, st.pid)
+        raise e.attach(code[failing_pc(fns, min(pc, n - 1), e)], st.core, st.pid)
     except Exception as e:
-        raise LaunchError(f"{type(e).__name__}: {e}").attach(code[min(pc, n - 1)], st.core,
-                                                             st.pid) from e
+        raise LaunchError(f"{type(e).__name__}: {e}").attach(
+            code[failing_pc(fns, min(pc, n - 1), e)], st.core, st.pid) from e

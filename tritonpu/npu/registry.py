@@ -27,10 +27,12 @@ def family(name, ops):
 
 
 def decode(st, prog):
-    """Decode every instruction of ``prog`` into closures bound to ``st``."""
+    """Decode every instruction of ``prog`` into closures bound to ``st`` (straight runs of
+    register-only scalar instructions also as one closure at the run's first pc: fuse.py)."""
     from . import ops_scalar, ops_transfer, ops_vector  # noqa: F401  (register the families)
+    from .fuse import fuse_scalar_runs
     out = []
     for inst in prog.code:
         fam = IMPLS[inst.spec.impl]
         out.append(fam.make(st, inst, prog))
-    return out
+    return fuse_scalar_runs(st, prog, out)
