@@ -1,21 +1,25 @@
-"""Straight runs of register-only scalar instructions, decoded as one closure.
+"""Straight runs of instructions, decoded as one closure.
 
-Guarantees: a run of two or more consecutive instructions that only compute a register from
-registers and constants (``mov``, integer/float arithmetic, conversions, compares, ``sel``; their
-decoders mark the closure with :func:`mark_pure`), and that no branch or loop enters in the
-middle, runs as one generated Python function: the same compute functions in the same order, then
-one timing update (the scalar clock, its busy time and instruction count, by the run's total) —
-which is what the instructions one by one would have left, since nothing observes the scalar
-clock between them. The function returns the pc after the run; the per-instruction closures stay
-at their own pcs (jumps may land on the run's first instruction only). Runs are fused only when
-nothing records instructions one by one (no trace, no race tracker). An exception raised inside
-a run is attributed to the instruction that raised it (:func:`failing_pc`).
+Guarantees: a run of two or more consecutive instructions none of which chooses the next pc
+(every family but control flow), and that no branch or loop enters in the middle, runs as one
+generated Python function that calls the instructions' own closures in order and returns the pc
+after the run — the interpreter's dispatch once per run instead of once per instruction. The
+per-instruction closures stay at their own pcs (a jump may land on a run's first pc only).
+Register-only scalar instructions (``mov``, integer/float arithmetic, conversions, compares,
+``sel``: their decoders mark the closure with :func:`mark_pure`) are inlined when nothing records
+instructions one by one (no trace, no race tracker): the same compute functions, with the scalar
+clock advanced by their cycles before the next instruction that is not inlined issues, and their
+busy time and instruction count added at the end of the run — exactly what the instructions one
+by one leave behind. An exception raised inside a run is attributed to the instruction that
+raised it (:func:`failing_pc`).
 """
 from __future__ import annotations
 
 from .state import S
 
-_PREFIX = "<npu scalar run at pc "
+_CONTROL = {"ctrl"}          # families that choose the next pc (they end a run)
+
+_PREFIX = "<npu straight run at pc "
 
 
 def mark_pure(run, dst, compute, args, cost):
@@ -33,43 +37,54 @@ def _operand(v, consts):
     return f"R[{v.reg}]" if k == 0 else f"(R[{v.reg}] + {k!r})"
 
 
-def fuse_scalar_runs(st, prog, fns):
-    """Put a fused closure at the first pc of every fusable run of ``fns`` (in place)."""
-    if st.trace is not None or st.race is not None:
-        return fns
+def fuse_runs(st, prog, fns):
+    """Put a fused closure at the first pc of every straight run of ``fns`` (in place)."""
+    inline = st.trace is None and st.race is None
     entries = set()
     for inst in prog.code:
         if inst.target is not None:
             entries.update((inst.target, inst.target + 1))
+    straight = [inst.spec.impl not in _CONTROL for inst in prog.code]
     pc, n = 0, len(fns)
     while pc < n:
         end = pc
-        while end < n and hasattr(fns[end], "pure") and (end == pc or end not in entries):
+        while end < n and straight[end] and (end == pc or end not in entries):
             end += 1
         if end - pc >= 2:
-            fns[pc] = _compile(st, fns, pc, end)
+            fns[pc] = _compile(st, fns, pc, end, inline)
             pc = end
         else:
             pc = max(end, pc + 1)
     return fns
 
 
-def _compile(st, fns, start, end):
+def _compile(st, fns, start, end, inline):
     names = {"R": st.R, "st": st}
     consts: list = []
     lines = ["def run():"]
-    cost = 0
+    cost = count = pending = 0
     for i, pc in enumerate(range(start, end)):
-        dst, compute, args, c = fns[pc].pure
+        pure = getattr(fns[pc], "pure", None) if inline else None
+        if pure is None:
+            names[f"f{i}"] = fns[pc]
+            # the scalar clock catches up first (the instruction issues at it); one line per
+            # instruction: the traceback's line names the instruction that raised
+            lines.append(f"    st.ts += {pending}; f{i}()" if pending else f"    f{i}()")
+            pending = 0
+            continue
+        dst, compute, args, c = pure
         names[f"f{i}"] = compute
-        ops = ", ".join(_operand(v, consts) for v in args)
-        lines.append(f"    R[{dst}] = f{i}({ops})")          # line i + 2 <-> pc start + i
+        lines.append(f"    R[{dst}] = f{i}({', '.join(_operand(v, consts) for v in args)})")
         cost += c
+        pending += c
+        count += 1
     names.update((f"k{j}", v) for j, v in enumerate(consts))
-    lines += [f"    st.ts += {cost}", f"    st.busy[{S}] += {cost}",
-              f"    st.cnt[{S}] += {end - start}", f"    return {end}"]
-    code = compile("\n".join(lines), f"{_PREFIX}{start}>", "exec")
-    exec(code, names)
+    if pending:
+        lines.append(f"    st.ts += {pending}")
+    if count:
+        lines += [f"    st.busy[{S}] += {cost}", f"    st.cnt[{S}] += {count}"]
+    lines.append(f"    return {end}")
+    exec(compile("\n".join(lines), f"{_PREFIX}{start}>", "exec"), names)
     run = names["run"]
     run.fused = (start, end)
     return run

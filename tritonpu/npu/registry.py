@@ -27,12 +27,12 @@ def family(name, ops):
 
 
 def decode(st, prog):
-    """Decode every instruction of ``prog`` into closures bound to ``st`` (straight runs of
-    register-only scalar instructions also as one closure at the run's first pc: fuse.py)."""
+    """Decode every instruction of ``prog`` into closures bound to ``st`` (and every straight run
+    of instructions also as one closure at the run's first pc: fuse.py)."""
     from . import ops_scalar, ops_transfer, ops_vector  # noqa: F401  (register the families)
-    from .fuse import fuse_scalar_runs
+    from .fuse import fuse_runs
     out = []
     for inst in prog.code:
         fam = IMPLS[inst.spec.impl]
         out.append(fam.make(st, inst, prog))
-    return fuse_scalar_runs(st, prog, out)
+    return fuse_runs(st, prog, out)

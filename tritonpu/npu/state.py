@@ -121,10 +121,6 @@ class State:
         A transfer's fixed ``latency`` (part of ``cost``) is pipelined: the pipe is busy for the
         rest (its beats) and takes its next instruction then, while the data lands ``latency``
         cycles later — recorded in ``done[p]``, which flags and barriers wait for."""
-        if latency:
-            start = self.tick(p, max(cost - latency, 1), inst)
-            self.done[p] = max(self.done[p], start + cost)
-            return start
         t = self.ts
         self.cnt[p] += 1
         if self.race is not None:
@@ -141,6 +137,11 @@ class State:
         if c > t:
             self.queued[p] += c - t
             t = c
+        if latency:                             # busy for the beats; the data lands at t + cost
+            done = self.done
+            if t + cost > done[p]:
+                done[p] = t + cost
+            cost = max(cost - latency, 1)
         self.clk[p] = t + cost
         self.busy[p] += cost
         if self.trace is not None:
