@@ -15,6 +15,8 @@ raised it (:func:`failing_pc`).
 """
 from __future__ import annotations
 
+import functools
+
 from .state import S
 
 _CONTROL = {"ctrl"}          # families that choose the next pc (they end a run)
@@ -84,10 +86,16 @@ def _compile(st, fns, start, end, inline):
     if count:
         lines += [f"    st.busy[{S}] += {cost}", f"    st.cnt[{S}] += {count}"]
     lines.append(f"    return {end}")
-    exec(compile("\n".join(lines), f"{_PREFIX}{start}>", "exec"), names)
+    exec(_code("\n".join(lines), f"{_PREFIX}{start}>"), names)
     run = names["run"]
     run.fused = (start, end)
     return run
+
+
+@functools.lru_cache(maxsize=4096)
+def _code(source, filename):
+    """The compiled run (the cores of a launch decode the same runs: compiled once)."""
+    return compile(source, filename, "exec")
 
 
 def failing_pc(fns, pc, exc):
