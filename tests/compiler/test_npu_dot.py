@@ -211,3 +211,31 @@ def test_a_warm_relaunch_reports_the_same_profile():
         assert np.array_equal(c, np.full((64, 64), 32, np.float32))
     assert stats[0][0] == 64 * 64 * 32
     assert stats[1] == stats[0] and stats[2] == stats[0]
+
+
+@tritonpu.jit
+def _attention_no_softmax(Q, K, V, O, L: tl.constexpr, D: tl.constexpr, BLOCK: tl.constexpr):
+    # every program's inner loop starts from the same K/V block: the program loop's unrolled copies
+    # both prefetch it into L1 (dot operands), each into its own loop's carried buffer
+    rm = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    rd = tl.arange(0, D)
+    q = tl.load(Q + rm[:, None] * D + rd[None, :])
+    acc = tl.zeros([BLOCK, D], dtype=tl.float32)
+    for start in range(0, L, BLOCK):
+        rn = start + tl.arange(0, BLOCK)
+        k = tl.load(K + rn[:, None] * D + rd[None, :])
+        v = tl.load(V + rn[:, None] * D + rd[None, :])
+        qk = tl.dot(q, tl.trans(k))
+        acc += tl.dot(qk.to(tl.float16), v)
+    tl.store(O + rm[:, None] * D + rd[None, :], acc)
+
+
+@pytest.mark.parametrize("double_buffer", [True, False])
+def test_inner_loops_of_a_pipelined_program_loop_start_from_a_shared_l1_block(double_buffer):
+    L, D, BLOCK = 128, 64, 32
+    rng = np.random.default_rng(3)
+    q, k, v = (rng.standard_normal((L, D)).astype(np.float16) for _ in range(3))
+    o = np.empty((L, D), np.float32)
+    _attention_no_softmax[(L // BLOCK,)](q, k, v, o, L=L, D=D, BLOCK=BLOCK, double_buffer=double_buffer)
+    p = (q.astype(np.float32) @ k.astype(np.float32).T).astype(np.float16).astype(np.float32)
+    np.testing.assert_allclose(o, p @ v.astype(np.float32), rtol=1e-3, atol=1e-2)

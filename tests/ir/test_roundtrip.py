@@ -16,6 +16,7 @@ import pytest
 import tpu_util
 import tritonpu
 import tritonpu.language as tl
+from tritonpu.language.extra import libdevice
 from tritonpu.ir.ops import FRONTEND_OPS
 from tritonpu.ir import (IRParseError, VerifyError, parse_function, parse_module, print_function, types as T,
                          verify)
@@ -44,7 +45,8 @@ def everything_kernel(x_ptr, i_ptr, out_ptr, lock_ptr, n, f, BLOCK: tl.constexpr
     x = tl.load(x_ptr + offs, mask=mask, other=float("-inf"), cache_modifier=".cg", eviction_policy="evict_last")
     i = tl.load(i_ptr + offs, mask=mask, other=0, volatile=True)
     y = tl.where(x > 0, tl.exp(x) - tl.exp2(x) + tl.log(tl.abs(x) + 1) * tl.log2(x * x + 2), -x)
-    y = y + tl.sqrt(tl.abs(x)) * tl.rsqrt(x * x + 1) + tl.sin(x) * tl.cos(x) + tl.floor(x) - tl.ceil(x) + tl.erf(x)
+    y = y + tl.sqrt(tl.abs(x)) * tl.rsqrt(x * x + 1) + tl.sin(x) * tl.cos(x) + tl.floor(x) - tl.ceil(x) + tl.erf(x) \
+        + libdevice.tanh(x)
     y = tl.fma(y, f, 1e-30) + tl.maximum(x, 0.0) - tl.minimum(x, -1.5)
     j = (i // 3) % 5 + (i & 7 | 1) ^ (i << 2) >> 1
     j = ~j + tl.cdiv(j, 4) - npg

@@ -56,10 +56,11 @@ def test_runs_fuse_at_their_first_pc_and_loops_cut_them():
     assert spans == [(0, 3), (4, 8), (9, 15)], (spans, names)
 
 
-def test_fused_launch_matches_instruction_by_instruction():
+@pytest.mark.parametrize("sanitize", [False, True])
+def test_fused_launch_matches_instruction_by_instruction(sanitize):
     fused_out, plain_out = np.zeros(3, np.int32), np.zeros(3, np.int32)
-    fused = assemble(SRC).run({"out": fused_out}, sanitize=False)
-    plain = assemble(SRC).run({"out": plain_out}, sanitize=False, trace=True)   # never fused
+    fused = assemble(SRC).run({"out": fused_out}, sanitize=sanitize)
+    plain = assemble(SRC).run({"out": plain_out}, sanitize=sanitize, trace=True)   # nothing inlined
     assert list(fused_out) == list(plain_out) == _expected()
     assert fused.cycles == plain.cycles
     assert fused.pipe_busy == plain.pipe_busy
@@ -87,13 +88,14 @@ def test_an_error_of_a_called_instruction_inside_a_run_names_it():
     assert "outside GM parameter 'out'" in str(e.value)
 
 
+@pytest.mark.parametrize("sanitize", [False, True])
 @pytest.mark.parametrize("name", sorted(p.name for p in (Path(__file__).resolve().parents[2]
                                                          / "isa" / "examples").glob("*.s")))
-def test_isa_examples_time_the_same_fused_and_one_by_one(name):
+def test_isa_examples_time_the_same_fused_and_one_by_one(name, sanitize):
     path = Path(__file__).resolve().parents[2] / "isa" / "examples" / name
     text = path.read_text()
-    fused = assemble(text).run({}, sanitize=False)
-    plain = assemble(text).run({}, sanitize=False, trace=True)
+    fused = assemble(text).run({}, sanitize=sanitize)
+    plain = assemble(text).run({}, sanitize=sanitize, trace=True)
     assert fused.cycles == plain.cycles and fused.core_cycles == plain.core_cycles
     assert fused.pipe_busy == plain.pipe_busy and fused.instr_count == plain.instr_count
     assert fused.stalls == plain.stalls

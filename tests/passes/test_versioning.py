@@ -206,6 +206,50 @@ func @k(%x: ptr<f32>, %n: i32) {
     assert "%s = add %a, %a : tensor<32xf32>" in out, out
 
 
+START_TWO_LOOPS = """
+func @k(%x: ptr<f16>, %w: ptr<f16>, %o: ptr<f32>, %n: i32) {
+  %z = constant {value = 0} : i32
+  %one = constant {value = 1} : i32
+  %B = constant {value = 16} : i32
+  %zf = constant {value = 0.0} : f32
+  %acc0 = splat %zf : tensor<16x16xf32>
+  %wt = load_tile %w, %B, %one, %B, %B : tensor<16x16xf16>
+  %a = load_tile %x, %B, %one, %B, %B : tensor<16x16xf16>
+  %r1, %t1 = for %z, %n, %one, %acc0, %a {
+  ^bb(%i: i32, %acc: tensor<16x16xf32>, %t: tensor<16x16xf16>):
+    %d = dot %t, %wt, %acc : tensor<16x16xf32>
+    %p = addptr %x, %i : ptr<f16>
+    %nt = load_tile %p, %B, %one, %B, %B : tensor<16x16xf16>
+    yield %d, %nt
+  } : tensor<16x16xf32>, tensor<16x16xf16> loc(#f0:90:0)
+  %b = load_tile %x, %B, %one, %B, %B : tensor<16x16xf16>
+  %r2, %t2 = for %z, %n, %one, %acc0, %b {
+  ^bb(%j: i32, %acc2: tensor<16x16xf32>, %u: tensor<16x16xf16>):
+    %d2 = dot %u, %wt, %acc2 : tensor<16x16xf32>
+    %p2 = addptr %x, %j : ptr<f16>
+    %nu = load_tile %p2, %B, %one, %B, %B : tensor<16x16xf16>
+    yield %d2, %nu
+  } : tensor<16x16xf32>, tensor<16x16xf16> loc(#f0:91:0)
+  %s = add %r1, %r2 : tensor<16x16xf32>
+  store_tile %o, %B, %one, %B, %B, %s
+  return
+}
+"""
+
+
+def test_cse_keeps_l1_loads_that_start_loops_apart():
+    # two loops start from the same block of a dot operand (as the unrolled copies of a program loop
+    # prefetching an inner loop's first trip do): the block lives in L1, where each loop builds its
+    # carried tile in its own buffer — merged, one of them would need an L1-to-L1 copy (no such path)
+    out = run_text(START_TWO_LOOPS, ["cse"])
+    assert "%r2, %t2 = for %z, %n, %one, %acc0, %b" in out, out
+    # the same blocks worked on by the vector unit live in UB: merged (a UB copy starts the loop)
+    ub = START_TWO_LOOPS.replace("%d = dot %t, %wt, %acc", "%d = add %acc, %acc") \
+                        .replace("%d2 = dot %u, %wt, %acc2", "%d2 = add %acc2, %acc2")
+    out = run_text(ub, ["cse"])
+    assert "%r2, %t2 = for %z, %n, %one, %acc0, %a" in out, out
+
+
 def test_dce_drops_an_unused_tile_load():
     out = run_text(LOADS.replace("%s = add %a, %b", "%s = add %a, %a"), ["dce"])
     assert out.count("load_tile") == 1, out

@@ -16,7 +16,7 @@ _COMMUTES = {"add", "mul", "and", "or", "xor", "maximum", "minimum"}
 _REVERSED = {"sub": "vrsubs", "div": "vrdivs"}
 _UN = {"neg": "vneg", "not": "vnot", "abs": "vabs", "exp": "vexp", "exp2": "vexp2", "log": "vlog",
        "log2": "vlog2", "sqrt": "vsqrt", "rsqrt": "vrsqrt", "sin": "vsin", "cos": "vcos", "floor": "vfloor",
-       "ceil": "vceil", "erf": "verf"}
+       "ceil": "vceil", "erf": "verf", "tanh": "vtanh"}
 _SWAP = {"lt": "gt", "le": "ge", "gt": "lt", "ge": "le", "eq": "eq", "ne": "ne"}
 
 

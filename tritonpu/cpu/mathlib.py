@@ -9,8 +9,7 @@ Guarantees:
   within 1 ulp of the correctly rounded result, NaN/inf/underflow as IEEE, and vectorisable
   (LLVM would otherwise call ``expf`` once per element). Other functions are LLVM intrinsics
   (sqrt, floor, ceil, fabs, maxnum, minnum, fma) or libm calls through intrinsics (sin, cos,
-  log, log2, exp2, f64 exp) and ``erf`` (libm, computed in f64 and rounded once, as the
-  reference does).
+  log, log2, exp2, f64 exp) and ``erf``, ``tanh`` (libm, computed in f64 and rounded once).
 """
 from __future__ import annotations
 
@@ -119,9 +118,9 @@ def unary_float(b: ir.IRBuilder, name: str, x):
         return b.fdiv(const(x.type, 1.0), intr(b, "sqrt", x))
     if name == "neg":
         return b.fneg(x)
-    if name == "erf":
+    if name in ("erf", "tanh"):
         wide = b.fpext(x, F64) if x.type == F32 else x
-        r = b.call(_decl(b, "erf", F64, [F64]), [wide])
+        r = b.call(_decl(b, name, F64, [F64]), [wide])
         return b.fptrunc(r, F32) if x.type == F32 else r
     raise KeyError(name)
 

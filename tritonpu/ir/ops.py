@@ -59,6 +59,7 @@ UNARY = {
     "floor": "round toward -inf",
     "ceil": "round toward +inf",
     "erf": "error function",
+    "tanh": "hyperbolic tangent",
 }
 
 CMP_PREDICATES = ("lt", "le", "gt", "ge", "eq", "ne")
@@ -129,7 +130,8 @@ def _rows() -> list[OpDef]:
 
 OPS: dict[str, OpDef] = {row.name: row for row in _rows()}
 
-FLOAT_ONLY_UNARY = frozenset(("exp", "exp2", "log", "log2", "sqrt", "rsqrt", "sin", "cos", "floor", "ceil", "erf"))
+FLOAT_ONLY_UNARY = frozenset(("exp", "exp2", "log", "log2", "sqrt", "rsqrt", "sin", "cos", "floor", "ceil", "erf",
+                              "tanh"))
 INT_ONLY_BINARY = frozenset(("and", "or", "xor", "shl", "shr"))
 
 

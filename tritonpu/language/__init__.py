@@ -1,5 +1,5 @@
 """``tritonpu.language`` — import as ``tl``; the same names as ``triton.language``."""
-from tritonpu.language import math
+from tritonpu.language import extra, math
 from tritonpu.language.core import (ALL_DTYPES, SemanticError, block_type, bfloat16, bool_, builtin, constexpr, dtype,
                                     float16, float32, float64, int1, int8, int16, int32, int64, pointer_type,
                                     range, static_range, tensor, uint8, uint16, uint32, uint64)

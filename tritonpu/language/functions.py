@@ -126,6 +126,7 @@ def _math1(name):
 exp, exp2, log, log2 = _math1("exp"), _math1("exp2"), _math1("log"), _math1("log2")
 sqrt, rsqrt, sin, cos = _math1("sqrt"), _math1("rsqrt"), _math1("sin"), _math1("cos")
 floor, ceil, erf = _math1("floor"), _math1("ceil"), _math1("erf")
+tanh = _math1("tanh")           # (libdevice's; Triton's core namespace has no tanh)
 
 
 @builtin

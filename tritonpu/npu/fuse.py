@@ -6,12 +6,12 @@ generated Python function that calls the instructions' own closures in order and
 after the run — the interpreter's dispatch once per run instead of once per instruction. The
 per-instruction closures stay at their own pcs (a jump may land on a run's first pc only).
 Register-only scalar instructions (``mov``, integer/float arithmetic, conversions, compares,
-``sel``: their decoders mark the closure with :func:`mark_pure`) are inlined when nothing records
-instructions one by one (no trace, no race tracker): the same compute functions, with the scalar
-clock advanced by their cycles before the next instruction that is not inlined issues, and their
-busy time and instruction count added at the end of the run — exactly what the instructions one
-by one leave behind. An exception raised inside a run is attributed to the instruction that
-raised it (:func:`failing_pc`).
+``sel``: their decoders mark the closure with :func:`mark_pure`) are inlined unless a trace
+records instructions one by one: the same compute functions, with the scalar clock (and the race
+tracker's scalar epoch) advanced by their cycles (count) before the next instruction that is not
+inlined issues, and their busy time and instruction count added at the end of the run — exactly
+what the instructions one by one leave behind. An exception raised inside a run is attributed to
+the instruction that raised it (:func:`failing_pc`).
 """
 from __future__ import annotations
 
@@ -41,7 +41,7 @@ def _operand(v, consts):
 
 def fuse_runs(st, prog, fns):
     """Put a fused closure at the first pc of every straight run of ``fns`` (in place)."""
-    inline = st.trace is None and st.race is None
+    inline = st.trace is None
     entries = set()
     for inst in prog.code:
         if inst.target is not None:
@@ -64,25 +64,36 @@ def _compile(st, fns, start, end, inline):
     names = {"R": st.R, "st": st}
     consts: list = []
     lines = ["def run():"]
-    cost = count = pending = 0
+    cost = count = 0
+    pending = [0, 0]                # scalar cycles and instructions not yet on the clocks
+
+    def catch_up():
+        """The scalar clock (and the race tracker's scalar epoch) as the inlined instructions left
+        them: the next instruction issues at it, or snapshots it."""
+        if not pending[1]:
+            return ""
+        out = f"st.ts += {pending[0]}; " + (f"st.race.vc[{S}][{S}] += {pending[1]}; " if st.race else "")
+        pending[:] = [0, 0]
+        return out
+
     for i, pc in enumerate(range(start, end)):
         pure = getattr(fns[pc], "pure", None) if inline else None
         if pure is None:
             names[f"f{i}"] = fns[pc]
-            # the scalar clock catches up first (the instruction issues at it); one line per
-            # instruction: the traceback's line names the instruction that raised
-            lines.append(f"    st.ts += {pending}; f{i}()" if pending else f"    f{i}()")
-            pending = 0
+            # one line per instruction: the traceback's line names the instruction that raised
+            lines.append(f"    {catch_up()}f{i}()")
             continue
         dst, compute, args, c = pure
         names[f"f{i}"] = compute
         lines.append(f"    R[{dst}] = f{i}({', '.join(_operand(v, consts) for v in args)})")
         cost += c
-        pending += c
         count += 1
+        pending[0] += c
+        pending[1] += 1
     names.update((f"k{j}", v) for j, v in enumerate(consts))
-    if pending:
-        lines.append(f"    st.ts += {pending}")
+    tail = catch_up()
+    if tail:
+        lines.append("    " + tail.rstrip("; "))
     if count:
         lines += [f"    st.busy[{S}] += {cost}", f"    st.cnt[{S}] += {count}"]
     lines.append(f"    return {end}")

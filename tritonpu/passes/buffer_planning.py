@@ -13,7 +13,7 @@ at the peak, its size and the capacity.
 """
 from __future__ import annotations
 
-from tritonpu.codegen.analysis import ONCHIP, UB, Analysis
+from tritonpu.codegen.analysis import L1, ONCHIP, UB, Analysis
 from tritonpu.errors import CompilationError
 from tritonpu.isa.machines import machine as get_machine
 from tritonpu.passes.manager import Pass, register
@@ -51,10 +51,34 @@ def _first_fit(groups, align: int, cap: int, space: str, addr_of: dict) -> int:
     return peak
 
 
+def _check_l1_carries(an: Analysis) -> None:
+    """A tile a loop carries in L1 must start and stay in the loop's carried buffer: nothing copies
+    L1 to L1 (the machine has no such path), so an initial or yielded L1 tile planned elsewhere
+    cannot be moved into it."""
+    for op in an.fn.walk():
+        if op.name != "for":
+            continue
+        body = op.regions[0]
+        ends = zip(body.args[1:], op.operands[3:], body.terminator.operands if body.terminator else ())
+        for arg, init, y in ends:
+            if an.home.get(id(arg)) != L1:
+                continue
+            g = an.group_of.get(id(arg))
+            for v, what in ((init, "initial"), (y, "yielded")):
+                if an.group_of.get(id(v)) is not g:
+                    where = op.loc
+                    raise CompilationError(
+                        f"the loop carries a {arg.type} dot operand in L1, but its {what} value cannot be "
+                        "built in the carried buffer (L1 has no copy path to itself)",
+                        getattr(where, "file", None), getattr(where, "line", None))
+
+
 def plan(fn, machine="ascend910b") -> tuple[Analysis, dict]:
-    """(analysis, id(group) -> address in its space); raises CompilationError when a space overflows."""
+    """(analysis, id(group) -> address in its space); raises CompilationError when a space overflows
+    or a tile carried in L1 would need an L1-to-L1 copy."""
     m = get_machine(machine)
     an = Analysis(fn)
+    _check_l1_carries(an)
     addr_of: dict = {}
     for space in ONCHIP:
         groups = [g for g in an.groups if g.home == space]

@@ -8,7 +8,9 @@ same way when nothing that may write the kernel argument they read runs between 
 scatter or atomic into it, in between or anywhere in a loop around the second).  Distinct
 arguments are taken not to overlap unless the function has ``may_alias = true``: the launch
 checks the arrays it passes and compiles such a specialization when two of them share memory;
-then any write ends every earlier load's reuse.
+then any write ends every earlier load's reuse.  Two loads of a dot operand staged in L1 are not
+merged when one of them starts a loop (a ``for``'s initial carried value): the loop builds it in
+its own carried buffer, and nothing could copy an L1 tile there (a UB tile is copied).
 """
 from __future__ import annotations
 
@@ -40,8 +42,25 @@ class CommonSubexpressionElimination(Pass):
     def run(self, fn: Function) -> None:
         mapping: dict = {}
         self.may_alias = bool(fn.attrs.get("may_alias"))
+        self.fn = fn
+        self.inits = {id(v) for o in fn.walk() if o.name == "for" for v in o.operands[3:]}
+        self._homes = None
         self._region(fn.body, {}, mapping)
         replace_uses(fn, mapping)
+
+    def _l1_loop_start(self, a, b) -> bool:
+        """Loads ``a`` and ``b`` stage a dot operand in L1 and one of them starts a loop."""
+        if id(a.result) not in self.inits and id(b.result) not in self.inits:
+            return False
+        if self._homes is None:             # (the analysis only when such a pair turns up)
+            from tritonpu.codegen.analysis import L1, Analysis
+            from tritonpu.errors import CompilationError
+            try:
+                home = Analysis(self.fn).home
+            except CompilationError:        # code generation will say what it cannot do
+                home = {}
+            self._homes = {k for k, h in home.items() if h == L1}
+        return id(a.result) in self._homes or id(b.result) in self._homes
 
     def _forget(self, seen: dict, written: set) -> None:
         """Drop the loads whose argument one of ``written`` (ids, None: unknown) may be."""
@@ -77,6 +96,8 @@ class CommonSubexpressionElimination(Pass):
             prev = seen.get(key)
             if prev is None:
                 seen[key] = op
+                continue
+            if load and self._l1_loop_start(prev, op):
                 continue
             for old, new in zip(op.results, prev.results):
                 mapping[id(old)] = new

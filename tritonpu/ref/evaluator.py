@@ -161,6 +161,7 @@ EVAL = {
     "floor": _math(np.floor),
     "ceil": _math(np.ceil),
     "erf": _math(lambda x: np.asarray(_erf(x)).astype(np.asarray(x).dtype)),
+    "tanh": _math(np.tanh),
     "fma": lambda op, a, b, c: _arr(a.astype(np.float64) * b.astype(np.float64) + c.astype(np.float64)
                                     if op.results[0].type.scalar.is_float else a * b + c, op.results[0].type),
     "cmp": lambda op, a, b: _arr(_CMP[op.attrs["pred"]](a, b), op.results[0].type),

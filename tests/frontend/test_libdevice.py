@@ -1,0 +1,64 @@
+"""``libdevice`` (tritonpu/language/extra): the math library Triton kernels import as
+``from triton.language.extra import libdevice`` or reach as ``tl.extra.cuda.libdevice``.
+
+Each function against numpy on every backend (tanh: the reference's numpy float32 tanh; the cpu
+path rounds libm's f64 result once, within 1 ulp); a function tritonpu does not provide is a
+compilation error at the kernel's line naming it.
+"""
+import math
+
+import numpy as np
+import pytest
+
+import tritonpu
+import tritonpu.language as tl
+from tritonpu.errors import CompilationError
+from tritonpu.language.extra import libdevice
+
+
+@tritonpu.jit
+def _mix(x_ptr, y_ptr, z_ptr, N: tl.constexpr):
+    offs = tl.arange(0, N)
+    x = tl.load(x_ptr + offs)
+    y = libdevice.tanh(x) + libdevice.trunc(x * 3) + libdevice.erf(x) + libdevice.fmax(x, 0.5) \
+        + libdevice.fabs(libdevice.fmin(x, -0.25)) + libdevice.rsqrt(libdevice.fabs(x) + 1)
+    tl.store(y_ptr + offs, y)
+    tl.store(z_ptr + offs, (libdevice.isnan(x / x) | libdevice.isinf(1 / x)).to(tl.int32))
+
+
+@tritonpu.jit
+def _tanh_cuda_path(x_ptr, y_ptr, N: tl.constexpr):
+    offs = tl.arange(0, N)
+    tl.store(y_ptr + offs, tl.extra.cuda.libdevice.tanh(tl.load(x_ptr + offs)))
+
+
+@pytest.mark.parametrize("backend", ["npu", "ref", "cpu"])
+def test_libdevice_functions_match_numpy(backend):
+    rng = np.random.default_rng(5)
+    x = (rng.standard_normal(128) * 3).astype(np.float32)
+    x[7] = 0.0                                  # 0/0 is NaN, 1/0 is inf
+    y, z = np.empty_like(x), np.empty(128, np.int32)
+    _mix[(1,)](x, y, z, N=128, backend=backend)
+    ref = np.tanh(x) + np.trunc(x * 3) + np.vectorize(math.erf)(x.astype(np.float64)) + np.maximum(x, 0.5) \
+        + np.abs(np.minimum(x, -0.25)) + 1 / np.sqrt(np.abs(x) + 1)
+    np.testing.assert_allclose(y, ref, rtol=1e-5, atol=1e-5)
+    assert list(np.flatnonzero(z)) == [7]
+    t = np.empty_like(x)
+    _tanh_cuda_path[(1,)](x, t, N=128, backend=backend)
+    if backend == "cpu":
+        np.testing.assert_allclose(t, np.tanh(x), rtol=2 ** -23, atol=0)
+    else:                                       # the reference's own function: bit for bit
+        assert t.tobytes() == np.tanh(x).tobytes()
+
+
+@tritonpu.jit
+def _pow(x_ptr, N: tl.constexpr):
+    offs = tl.arange(0, N)
+    tl.store(x_ptr + offs, libdevice.pow(tl.load(x_ptr + offs), 2.0))
+
+
+def test_an_unsupported_libdevice_function_is_a_compilation_error_naming_it():
+    with pytest.raises(CompilationError) as e:
+        _pow[(1,)](np.ones(16, np.float32), N=16)
+    msg = str(e.value)
+    assert "pow" in msg and "libdevice" in msg and "test_libdevice.py" in msg, msg
