@@ -8,8 +8,7 @@ at a time (in a rotating order), so that the shared L2 model sees their GM reads
 the core that reaches a line first pays its DDR read, not always core 0 — except for programs
 with atomics or device prints/asserts, whose cores run one after another so that the order they
 observe is program order; a program that runs more than ``max_steps``
-dispatches (an instruction, or a straight run of them: fuse.py) is stopped with a
-:class:`LaunchError` (never a hang).
+instructions is stopped with a :class:`LaunchError` (never a hang).
 """
 from __future__ import annotations
 
@@ -23,7 +22,6 @@ from tritonpu.isa import machine as get_machine
 
 from . import gmmaps
 from .errors import LaunchError, NpuError
-from .fuse import failing_pc
 from .ops_scalar import to_type
 from .registry import decode
 from .state import State
@@ -255,21 +253,21 @@ def _core(st, fns, code, core, used, horizon, max_steps):
 
 def _execute(fns, code, st, max_steps, horizon):
     """Run the decoded program from pc 0 to its end; pause (yield) once the core's issue time has
-    passed ``horizon[0]`` (checked every 4 dispatches; never when ``horizon`` is None)."""
+    passed ``horizon[0]`` (checked every 16 instructions; never when ``horizon`` is None)."""
     pc, n, steps = 0, len(fns), 0
     try:
         while pc < n:
             r = fns[pc]()
             pc = pc + 1 if r is None else r
             steps += 1
-            if not steps & 3:
+            if not steps & 15:
                 if horizon is not None and st.ts > horizon[0]:
                     yield
                 if steps > max_steps:
                     raise LaunchError(f"program ran more than {max_steps} instructions (an endless "
                                       "loop?); raise max_steps if it is meant to")
     except NpuError as e:
-        raise e.attach(code[failing_pc(fns, min(pc, n - 1), e)], st.core, st.pid)
+        raise e.attach(code[min(pc, n - 1)], st.core, st.pid)
     except Exception as e:
-        raise LaunchError(f"{type(e).__name__}: {e}").attach(
-            code[failing_pc(fns, min(pc, n - 1), e)], st.core, st.pid) from e
+        raise LaunchError(f"{type(e).__name__}: {e}").attach(code[min(pc, n - 1)], st.core,
+                                                             st.pid) from e

@@ -17,7 +17,6 @@ from tritonpu.isa import PIPES
 
 from . import cycles
 from .errors import AssertError, DeadlockError, FlagError, LaunchError, MisalignedError
-from .fuse import mark_pure
 from .registry import family
 from .state import PIPE_INDEX, S, getter, npdt, opt_getter
 
@@ -127,7 +126,7 @@ def _simple(st, inst, compute, nargs):
         def run():
             R[d] = compute(ga(), gb(), gc())
             tick(S, cost, inst)
-    return mark_pure(run, d, compute, inst.args[1:1 + nargs], cost)
+    return run
 
 
 @family("smov", ["mov"])

@@ -27,12 +27,10 @@ def family(name, ops):
 
 
 def decode(st, prog):
-    """Decode every instruction of ``prog`` into closures bound to ``st`` (and every straight run
-    of instructions also as one closure at the run's first pc: fuse.py)."""
+    """Decode every instruction of ``prog`` into closures bound to ``st``."""
     from . import ops_scalar, ops_transfer, ops_vector  # noqa: F401  (register the families)
-    from .fuse import fuse_runs
     out = []
     for inst in prog.code:
         fam = IMPLS[inst.spec.impl]
         out.append(fam.make(st, inst, prog))
-    return fuse_runs(st, prog, out)
+    return out
