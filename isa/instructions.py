@@ -188,9 +188,10 @@ _BIN = [("add", "N", "a + b"), ("sub", "N", "a - b"), ("mul", "N", "a * b"),
         ("and", "I", "a & b"), ("or", "I", "a | b"), ("xor", "I", "a ^ b"),
         ("shl", "I", "a << b"), ("shr", "I", "a >> b (arithmetic for signed)"),
         ("rem", "N", "C remainder (sign of a; fmod for floats; x%0 = 0)"),
-        ("floordiv", "N", "ints: a / b truncated toward zero (C); floats: floor(a / b)")]
+        ("floordiv", "N", "ints: a / b truncated toward zero (C); floats: floor(a / b)"),
+        ("pow", "F", "a ** b (C powf)")]
 for _op, _ts, _doc in _BIN:
-    _cost = "vector_slow" if _op == "div" else "vector"
+    _cost = "vector_slow" if _op in ("div", "pow") else "vector"
     _add("v" + _op, (_ts,), _V + (("a", "ub:r"), ("b", "ub:r"), ("cols", "val")), "V", _cost,
          "vbinary", _op, f"dst[r, c] = {_doc}, for r < rows, c < cols", "vector", _VO)
     _add("v" + _op + "s", (_ts,), _V + (("a", "ub:r"), ("s", "val"), ("cols", "val")), "V", _cost,

@@ -18,7 +18,7 @@ from npu_helpers_ops import ALL, FLOATS, INTS, NP, assert_close, ir_kernel, run_
 
 import tritonpu
 import tritonpu.language as tl
-from tritonpu.ir.ops import BINARY, INT_ONLY_BINARY as INT_ONLY, UNARY
+from tritonpu.ir.ops import BINARY, FLOAT_ONLY_BINARY, INT_ONLY_BINARY as INT_ONLY, UNARY
 
 N, B = 13, 16
 ULPS = {"exp": 1, "exp2": 1, "log": 1, "log2": 1, "sin": 1, "cos": 1, "erf": 1, "sqrt": 0, "rsqrt": 1}
@@ -74,6 +74,8 @@ def _binary_dtypes(op):
         return INTS + ("i1",)
     if op in ("shl", "shr"):
         return INTS
+    if op in FLOAT_ONLY_BINARY:
+        return FLOATS
     return FLOATS + INTS + ("i1",)
 
 

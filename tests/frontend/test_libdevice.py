@@ -1,9 +1,9 @@
 """``libdevice`` (tritonpu/language/extra): the math library Triton kernels import as
 ``from triton.language.extra import libdevice`` or reach as ``tl.extra.cuda.libdevice``.
 
-Each function against numpy on every backend (tanh: the reference's numpy float32 tanh; the cpu
-path rounds libm's f64 result once, within 1 ulp); a function tritonpu does not provide is a
-compilation error at the kernel's line naming it.
+Each function against numpy on every backend (tanh, pow: the reference's numpy float32 functions;
+the cpu path rounds libm's f64 result once, within 1 ulp); a function tritonpu does not provide is
+a compilation error at the kernel's line naming it.
 """
 import math
 
@@ -52,13 +52,35 @@ def test_libdevice_functions_match_numpy(backend):
 
 
 @tritonpu.jit
-def _pow(x_ptr, N: tl.constexpr):
+def _pow(x_ptr, y_ptr, z_ptr, N: tl.constexpr):
     offs = tl.arange(0, N)
-    tl.store(x_ptr + offs, libdevice.pow(tl.load(x_ptr + offs), 2.0))
+    x = tl.load(x_ptr + offs)
+    tl.store(y_ptr + offs, libdevice.pow(x, 1.5))                       # a scalar exponent
+    tl.store(z_ptr + offs, libdevice.pow(2.0, x) + libdevice.pow(x, x))  # a scalar base, two blocks
+
+
+@pytest.mark.parametrize("backend", ["npu", "ref", "cpu"])
+def test_libdevice_pow(backend):
+    x = np.linspace(-3, 3, 64).astype(np.float32)          # negative bases: NaN for 1.5 and x
+    y, z = np.empty_like(x), np.empty_like(x)
+    with np.errstate(invalid="ignore"):
+        want_y = np.power(x, np.float32(1.5))
+        want_z = np.power(np.float32(2.0), x) + np.power(x, x)
+    _pow[(1,)](x, y, z, N=64, backend=backend)
+    ulp = 2 ** -23 if backend == "cpu" else 0                          # cpu: libm pow in f64, rounded
+    np.testing.assert_allclose(y, want_y, rtol=ulp, atol=0)
+    np.testing.assert_allclose(z, want_z, rtol=2 * ulp, atol=0)
+    assert (np.isnan(y) == (x < 0)).all()
+
+
+@tritonpu.jit
+def _log1p(x_ptr, N: tl.constexpr):
+    offs = tl.arange(0, N)
+    tl.store(x_ptr + offs, libdevice.log1p(tl.load(x_ptr + offs)))
 
 
 def test_an_unsupported_libdevice_function_is_a_compilation_error_naming_it():
     with pytest.raises(CompilationError) as e:
-        _pow[(1,)](np.ones(16, np.float32), N=16)
+        _log1p[(1,)](np.ones(16, np.float32), N=16)
     msg = str(e.value)
-    assert "pow" in msg and "libdevice" in msg and "test_libdevice.py" in msg, msg
+    assert "log1p" in msg and "libdevice" in msg and "test_libdevice.py" in msg, msg

@@ -13,7 +13,7 @@ from tritonpu.npu import assemble
 
 COST_COVERED: set[str] = set()
 SLOW = {"vdiv", "vdivs", "vrdivs", "vexp", "vexp2", "vlog", "vlog2", "vsqrt", "vrsqrt", "vrecip",
-        "vsin", "vcos", "verf", "vtanh", "vsigmoid"}
+        "vsin", "vcos", "verf", "vtanh", "vsigmoid", "vpow", "vpows"}
 
 
 def durations(text, args=None, **kw):

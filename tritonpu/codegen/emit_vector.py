@@ -11,7 +11,7 @@ from tritonpu.codegen.analysis import elem_bytes
 from tritonpu.codegen.values import Imm, Reg, Tile, asm_type
 
 _BIN = {"add": "vadd", "sub": "vsub", "mul": "vmul", "div": "vdiv", "rem": "vrem", "and": "vand", "or": "vor",
-        "xor": "vxor", "shl": "vshl", "shr": "vshr", "maximum": "vmax", "minimum": "vmin"}
+        "xor": "vxor", "shl": "vshl", "shr": "vshr", "maximum": "vmax", "minimum": "vmin", "pow": "vpow"}
 _COMMUTES = {"add", "mul", "and", "or", "xor", "maximum", "minimum"}
 _REVERSED = {"sub": "vrsubs", "div": "vrdivs"}
 _UN = {"neg": "vneg", "not": "vnot", "abs": "vabs", "exp": "vexp", "exp2": "vexp2", "log": "vlog",

@@ -59,6 +59,8 @@ def _float_binary(name):
             r = M.intr(b, "maxnum", x, y)
         elif name == "minimum":
             r = M.intr(b, "minnum", x, y)
+        elif name == "pow":
+            r = M.pow_(b, x, y)
         else:
             raise NotImplementedError(f"'{name}' on floats")
         return M.narrow(b, r, s)
@@ -349,7 +351,7 @@ def lower_reshape(ctx, op, ins):
 
 LOWER = {
     **{n: lower_binary for n in ("add", "sub", "mul", "div", "rem", "and", "or", "xor", "shl", "shr", "maximum",
-                                 "minimum")},
+                                 "minimum", "pow")},
     **{n: lower_unary for n in ("neg", "not", "abs", "exp", "exp2", "log", "log2", "sqrt", "rsqrt", "sin", "cos",
                                 "floor", "ceil", "erf", "tanh")},
     "cmp": lower_cmp, "select": lower_select, "fma": lower_fma, "cast": lower_cast, "bitcast": lower_bitcast,

@@ -9,7 +9,8 @@ Guarantees:
   within 1 ulp of the correctly rounded result, NaN/inf/underflow as IEEE, and vectorisable
   (LLVM would otherwise call ``expf`` once per element). Other functions are LLVM intrinsics
   (sqrt, floor, ceil, fabs, maxnum, minnum, fma) or libm calls through intrinsics (sin, cos,
-  log, log2, exp2, f64 exp) and ``erf``, ``tanh`` (libm, computed in f64 and rounded once).
+  log, log2, exp2, f64 exp) and ``erf``, ``tanh``, ``pow`` (libm, computed in f64 and rounded
+  once).
 """
 from __future__ import annotations
 
@@ -123,6 +124,14 @@ def unary_float(b: ir.IRBuilder, name: str, x):
         r = b.call(_decl(b, name, F64, [F64]), [wide])
         return b.fptrunc(r, F32) if x.type == F32 else r
     raise KeyError(name)
+
+
+def pow_(b: ir.IRBuilder, x, y):
+    """libm ``pow`` computed in f64 (an f32 result rounded once)."""
+    wx = b.fpext(x, F64) if x.type == F32 else x
+    wy = b.fpext(y, F64) if y.type == F32 else y
+    r = b.call(_decl(b, "pow", F64, [F64, F64]), [wx, wy])
+    return b.fptrunc(r, F32) if x.type == F32 else r
 
 
 def float_const(ty: ir.Type, value: float):

@@ -31,6 +31,7 @@ class OpDef:
 
 BINARY = {
     "add": "a + b",
+    "pow": "a ** b (floats only: C pow/powf)",
     "sub": "a - b",
     "mul": "a * b",
     "div": "a / b (integers: truncate toward zero)",
@@ -133,6 +134,7 @@ OPS: dict[str, OpDef] = {row.name: row for row in _rows()}
 FLOAT_ONLY_UNARY = frozenset(("exp", "exp2", "log", "log2", "sqrt", "rsqrt", "sin", "cos", "floor", "ceil", "erf",
                               "tanh"))
 INT_ONLY_BINARY = frozenset(("and", "or", "xor", "shl", "shr"))
+FLOAT_ONLY_BINARY = frozenset(("pow",))
 
 
 FRONTEND_OPS = frozenset(n for n, d in OPS.items() if not d.npu_only)

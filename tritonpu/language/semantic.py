@@ -360,6 +360,15 @@ def unary_math(name: str, x, allowed=("fp32", "fp64")) -> tensor:
     return _op(name, [x], x.ty)
 
 
+def pow_(x, y) -> tensor:
+    """x ** y elementwise, fp32/fp64 (both operands promoted to one float type)."""
+    x, y = binary_operands(x, y)
+    if x.dtype.name not in ("fp32", "fp64"):
+        raise SemanticError(f"pow expects dtype ['fp32', 'fp64'] but got {x.dtype}; cast first, e.g. "
+                            "x.to(tl.float32)")
+    return _op("pow", [x, y], x.ty)
+
+
 def abs_(x) -> tensor:
     x = to_tensor(x)
     if x.dtype.is_int_unsigned():

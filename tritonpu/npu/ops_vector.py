@@ -41,7 +41,7 @@ def _binary(op, is_float):
     """f(a, b) -> result array in the compute dtype."""
     if is_float:
         return {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide,
-                "max": np.fmax, "min": np.fmin, "rem": np.fmod,
+                "max": np.fmax, "min": np.fmin, "rem": np.fmod, "pow": np.power,
                 "floordiv": lambda a, b: np.floor(np.divide(a, b)),
                 "rsub": lambda a, s: np.subtract(s, a), "rdiv": lambda a, s: np.divide(s, a)}[op]
     return {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": _c_div,
@@ -52,7 +52,7 @@ def _binary(op, is_float):
 
 
 _BINOPS = ["add", "sub", "mul", "div", "max", "min", "and", "or", "xor", "shl", "shr", "rem",
-           "floordiv"]
+           "floordiv", "pow"]
 
 
 def _common(st, inst):

@@ -146,6 +146,7 @@ EVAL = {
     "shl": _binary(None, np.left_shift),
     "shr": _binary(None, np.right_shift),
     "maximum": _binary(np.fmax, np.maximum),
+    "pow": _binary(np.power),
     "minimum": _binary(np.fmin, np.minimum),
     "neg": _math(np.negative),
     "not": lambda op, x: _arr(np.logical_not(x) if x.dtype == np.bool_ else np.invert(x), op.results[0].type),

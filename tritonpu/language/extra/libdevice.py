@@ -1,11 +1,12 @@
 """``libdevice``: the device math library Triton kernels call as ``libdevice.tanh(x)`` & co.
 
 The functions tritonpu computes exactly as the language's own ops (fp32/fp64 inputs, as Triton's
-math functions take): the ``tl`` math builtins under their libdevice names, ``tanh``, and
+math functions take): the ``tl`` math builtins under their libdevice names, ``tanh``, ``pow``, and
 ``trunc``/``isnan``/``isinf`` made of exact ops.  Any other libdevice function is a compilation
 error naming it (not an approximation that would differ from the hardware's).
 """
 from tritonpu.language import functions as _f
+from tritonpu.language import semantic as _S
 from tritonpu.language.core import builtin as _builtin
 
 exp, exp2, log, log2 = _f.exp, _f.exp2, _f.log, _f.log2
@@ -14,6 +15,12 @@ floor, ceil, erf, tanh, fma = _f.floor, _f.ceil, _f.erf, _f.tanh, _f.fma
 abs = fabs = _f.abs
 fmax, fmin = _f.maximum, _f.minimum
 div_rn, sqrt_rn = _f.div_rn, _f.sqrt_rn
+
+
+@_builtin
+def pow(x, y):
+    """x ** y (fp32/fp64, as libdevice's powf/pow)."""
+    return _S.pow_(x, y)
 
 
 @_builtin
