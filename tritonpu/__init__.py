@@ -8,7 +8,7 @@ __version__ = "0.1.0"
 from tritonpu.errors import CompilationError, ExecutionError, LaunchError, TritonpuError  # noqa: E402
 from tritonpu.runtime.autotune import Config, autotune, heuristics  # noqa: E402
 from tritonpu.runtime.jit import JITFunction, LaunchHandle, jit  # noqa: E402
-from tritonpu import language  # noqa: E402
+from tritonpu import language, testing  # noqa: E402
 
 
 def cdiv(x: int, y: int) -> int:
@@ -25,4 +25,4 @@ def next_power_of_2(n: int) -> int:
 
 
 __all__ = ["jit", "JITFunction", "LaunchHandle", "autotune", "heuristics", "Config", "cdiv", "next_power_of_2",
-           "CompilationError", "ExecutionError", "LaunchError", "TritonpuError", "language", "__version__"]
+           "CompilationError", "ExecutionError", "LaunchError", "TritonpuError", "language", "testing", "__version__"]

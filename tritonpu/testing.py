@@ -3,6 +3,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from tritonpu.runtime.bench import Benchmark, Mark, do_bench, perf_report
+
+__all__ = ["Benchmark", "Mark", "do_bench", "perf_report", "assert_close", "tolerance", "report",
+           "double_buffer_report", "filecheck"]
+
 # Default tolerances per dtype: (atol, rtol).
 TOLERANCES = {
     np.dtype(np.float64): (1e-12, 1e-12),
