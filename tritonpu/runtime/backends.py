@@ -3,8 +3,6 @@ from __future__ import annotations
 
 import os
 
-from tritonpu.errors import LaunchError
-
 
 def _ref(kernel, arrays, grid, options):
     from tritonpu.ref import evaluator
