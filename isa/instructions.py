@@ -204,9 +204,11 @@ _add("vrdivs", ("N",), _V + (("a", "ub:r"), ("s", "val"), ("cols", "val")), "V",
 _UN = [("exp", "F"), ("exp2", "F"), ("log", "F"), ("log2", "F"), ("sqrt", "F"), ("rsqrt", "F"),
        ("abs", "N"), ("neg", "N"), ("sin", "F"), ("cos", "F"), ("floor", "F"), ("ceil", "F"),
        ("erf", "F"), ("recip", "F"), ("tanh", "F"), ("sigmoid", "F"), ("not", "I"),
+       ("asin", "F"), ("acos", "F"), ("atan", "F"), ("tan", "F"), ("sinh", "F"), ("cosh", "F"),
+       ("log1p", "F"), ("expm1", "F"), ("log10", "F"), ("rint", "F"),
        ("relu", "N"), ("mov", "A")]
 _SLOW = {"exp", "exp2", "log", "log2", "sqrt", "rsqrt", "sin", "cos", "erf", "recip", "tanh",
-         "sigmoid"}
+         "sigmoid", "asin", "acos", "atan", "tan", "sinh", "cosh", "log1p", "expm1", "log10"}
 for _op, _ts in _UN:
     _doc = {"recip": "1 / a", "rsqrt": "1 / sqrt(a)", "not": "~a (bitwise)", "neg": "-a",
             "mov": "a (copy; a stride of 0 broadcasts)", "relu": "max(a, 0)",

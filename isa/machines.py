@@ -109,7 +109,7 @@ ASCEND910B = Machine(
         "UB->L1 runs on MTE3 at 64 B/cycle with 20 cycles latency (assumption; §5 is silent).",
         "UB->UB runs on the vector pipe at 256 B/cycle, no latency (assumption).",
         "Scalar loads/stores/atomics on GM take 200 cycles on the scalar unit (assumption).",
-        "vexp2, vlog2, vsin, vcos, verf, vtanh, vsigmoid, vpow cost like vexp (assumption; §5 lists exp, log, sqrt, rsqrt, div, reciprocal).",
+        "vexp2, vlog2, vsin, vcos, verf, vtanh, vsigmoid, vpow, vasin, vacos, vatan, vtan, vsinh, vcosh, vlog1p, vexpm1, vlog10 cost like vexp (assumption; §5 lists exp, log, sqrt, rsqrt, div, reciprocal).",
         "L2 has no eviction: 192 MiB is larger than any simulated working set.",
     ),
 )

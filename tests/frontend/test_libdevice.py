@@ -1,9 +1,9 @@
 """``libdevice`` (tritonpu/language/extra): the math library Triton kernels import as
 ``from triton.language.extra import libdevice`` or reach as ``tl.extra.cuda.libdevice``.
 
-Each function against numpy on every backend (tanh, pow: the reference's numpy float32 functions;
-the cpu path rounds libm's f64 result once, within 1 ulp); a function tritonpu does not provide is
-a compilation error at the kernel's line naming it.
+Each function against numpy on every backend (the reference and the NPU compute numpy's float32
+functions, bit for bit; the cpu path rounds libm's f64 result once, within 1 ulp); a function
+tritonpu does not provide is a compilation error at the kernel's line naming it.
 """
 import math
 
@@ -74,13 +74,63 @@ def test_libdevice_pow(backend):
 
 
 @tritonpu.jit
-def _log1p(x_ptr, N: tl.constexpr):
+def _unary(x_ptr, y_ptr, N: tl.constexpr, FN: tl.constexpr):
     offs = tl.arange(0, N)
-    tl.store(x_ptr + offs, libdevice.log1p(tl.load(x_ptr + offs)))
+    x = tl.load(x_ptr + offs)
+    if FN == "asin":
+        y = libdevice.asin(x)
+    elif FN == "acos":
+        y = libdevice.acos(x)
+    elif FN == "atan":
+        y = libdevice.atan(x)
+    elif FN == "tan":
+        y = libdevice.tan(x)
+    elif FN == "sinh":
+        y = libdevice.sinh(x)
+    elif FN == "cosh":
+        y = libdevice.cosh(x)
+    elif FN == "log1p":
+        y = libdevice.log1p(x)
+    elif FN == "expm1":
+        y = libdevice.expm1(x)
+    elif FN == "log10":
+        y = libdevice.log10(x)
+    else:
+        y = libdevice.nearbyint(x)
+    tl.store(y_ptr + offs, y)
+
+
+UNARY = {"asin": np.arcsin, "acos": np.arccos, "atan": np.arctan, "tan": np.tan, "sinh": np.sinh,
+         "cosh": np.cosh, "log1p": np.log1p, "expm1": np.expm1, "log10": np.log10, "rint": np.rint}
+
+
+@pytest.mark.parametrize("fn", sorted(UNARY))
+@pytest.mark.parametrize("backend", ["npu", "ref", "cpu"])
+def test_libdevice_unary(fn, backend):
+    x = np.concatenate([np.linspace(-1, 1, 29), [1e-7, -1e-7, 2.5, -2.5, 0.5, 1.5]]).astype(np.float32)
+    x = np.pad(x, (0, 64 - x.size), constant_values=0.25)
+    if fn in ("log1p", "log10"):
+        x = np.abs(x) + np.float32(fn == "log10")
+    y = np.empty_like(x)
+    _unary[(1,)](x, y, N=64, FN=fn, backend=backend)
+    with np.errstate(invalid="ignore"):
+        want = UNARY[fn](x)
+    if backend == "cpu":                                    # libm in f64, rounded once
+        np.testing.assert_allclose(y, want, rtol=2 ** -23, atol=2 ** -149)
+    else:
+        assert y.tobytes() == want.tobytes()
+    if fn in ("log1p", "expm1"):                            # accurate near 0, not 1 + x - 1
+        assert y[29] == pytest.approx(1e-7, rel=1e-6)
+
+
+@tritonpu.jit
+def _cbrt(x_ptr, N: tl.constexpr):
+    offs = tl.arange(0, N)
+    tl.store(x_ptr + offs, libdevice.cbrt(tl.load(x_ptr + offs)))
 
 
 def test_an_unsupported_libdevice_function_is_a_compilation_error_naming_it():
     with pytest.raises(CompilationError) as e:
-        _log1p[(1,)](np.ones(16, np.float32), N=16)
+        _cbrt[(1,)](np.ones(16, np.float32), N=16)
     msg = str(e.value)
-    assert "log1p" in msg and "libdevice" in msg and "test_libdevice.py" in msg, msg
+    assert "cbrt" in msg and "libdevice" in msg and "test_libdevice.py" in msg, msg

@@ -160,6 +160,36 @@ def test_cumsum(dtype, out_dt, axis, reverse):
     assert_close(out, expect, atol=0.05 if dtype == np.float16 else None)
 
 
+@tritonpu.jit
+def cumprod_kernel(x_ptr, out_ptr, AXIS: tl.constexpr, REVERSE: tl.constexpr, M: tl.constexpr, N: tl.constexpr):
+    offs = tl.arange(0, M)[:, None] * N + tl.arange(0, N)[None, :]
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs).cumprod(axis=AXIS, reverse=REVERSE))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, np.int32, np.int8])
+@pytest.mark.parametrize("axis", [0, 1])
+@pytest.mark.parametrize("reverse", [False, True])
+@pytest.mark.parametrize("backend", ["npu", "ref", "cpu"])
+def test_cumprod(dtype, axis, reverse, backend):
+    # the product stays in the input's dtype (ints wrap, as Triton's); fp16 is computed in fp32
+    M, N = 8, 16
+    rng = np.random.default_rng(4)
+    if np.dtype(dtype).kind == "f":
+        x = (rng.random((M, N)) * 1.5 + 0.3).astype(dtype)
+    else:
+        x = rng.integers(-3, 4, (M, N)).astype(dtype)
+    out = np.zeros_like(x)
+    if backend == "npu" and reverse:
+        with pytest.raises(tritonpu.CompilationError, match="reverse tl.cumprod is not supported on the NPU"):
+            cumprod_kernel[(1,)](x, out, AXIS=axis, REVERSE=reverse, M=M, N=N, backend=backend)
+        return
+    cumprod_kernel[(1,)](x, out, AXIS=axis, REVERSE=reverse, M=M, N=N, backend=backend)
+    src = x.astype(np.float32) if dtype == np.float16 else x
+    expect = np.flip(np.cumprod(np.flip(src, axis), axis=axis, dtype=src.dtype), axis) if reverse \
+        else np.cumprod(src, axis=axis, dtype=src.dtype)
+    assert_close(out, expect.astype(dtype), rtol=1e-5 if dtype == np.float32 else None)
+
+
 # ---------------------------------------------------------------------------------------------
 # dot
 # ---------------------------------------------------------------------------------------------

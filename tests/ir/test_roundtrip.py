@@ -46,7 +46,9 @@ def everything_kernel(x_ptr, i_ptr, out_ptr, lock_ptr, n, f, BLOCK: tl.constexpr
     i = tl.load(i_ptr + offs, mask=mask, other=0, volatile=True)
     y = tl.where(x > 0, tl.exp(x) - tl.exp2(x) + tl.log(tl.abs(x) + 1) * tl.log2(x * x + 2), -x)
     y = y + tl.sqrt(tl.abs(x)) * tl.rsqrt(x * x + 1) + tl.sin(x) * tl.cos(x) + tl.floor(x) - tl.ceil(x) + tl.erf(x) \
-        + libdevice.tanh(x) + libdevice.pow(tl.abs(x), 1.5)
+        + libdevice.tanh(x) + libdevice.pow(tl.abs(x), 1.5) + libdevice.asin(x) + libdevice.acos(x) \
+        + libdevice.atan(x) + libdevice.tan(x) + libdevice.sinh(x) + libdevice.cosh(x) + libdevice.log1p(x) \
+        + libdevice.expm1(x) + libdevice.log10(x) + libdevice.rint(x)
     y = tl.fma(y, f, 1e-30) + tl.maximum(x, 0.0) - tl.minimum(x, -1.5)
     j = (i // 3) % 5 + (i & 7 | 1) ^ (i << 2) >> 1
     j = ~j + tl.cdiv(j, 4) - npg

@@ -13,7 +13,8 @@ from tritonpu.npu import assemble
 
 COST_COVERED: set[str] = set()
 SLOW = {"vdiv", "vdivs", "vrdivs", "vexp", "vexp2", "vlog", "vlog2", "vsqrt", "vrsqrt", "vrecip",
-        "vsin", "vcos", "verf", "vtanh", "vsigmoid", "vpow", "vpows"}
+        "vsin", "vcos", "verf", "vtanh", "vsigmoid", "vpow", "vpows",
+        "vasin", "vacos", "vatan", "vtan", "vsinh", "vcosh", "vlog1p", "vexpm1", "vlog10"}
 
 
 def durations(text, args=None, **kw):

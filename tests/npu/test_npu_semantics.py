@@ -154,7 +154,8 @@ UN_REF = {
     "neg": np.negative, "sin": np.sin, "cos": np.cos, "floor": np.floor, "ceil": np.ceil,
     "erf": lambda x: _erf(x).astype(x.dtype), "recip": lambda x: 1 / x, "tanh": np.tanh,
     "sigmoid": lambda x: 1 / (1 + np.exp(-x)), "not": np.invert, "relu": lambda x: np.maximum(x, 0),
-    "mov": lambda x: x,
+    "mov": lambda x: x, "asin": np.arcsin, "acos": np.arccos, "atan": np.arctan, "tan": np.tan,
+    "sinh": np.sinh, "cosh": np.cosh, "log1p": np.log1p, "expm1": np.expm1, "log10": np.log10, "rint": np.rint,
 }
 UN_CASES = []
 for _op in UN_REF:
@@ -169,8 +170,10 @@ def test_vector_unary(op, dt):
     dt = npd(dt)
     n = R * S
     a = data(dt, n, 4, nonzero=op == "recip", small=True)
-    if op in ("log", "log2", "sqrt", "rsqrt"):
+    if op in ("log", "log2", "log10", "log1p", "sqrt", "rsqrt"):
         a = np.abs(a) + dt.type(0.5) if dt.kind == "f" or dt == BF16 else a
+    if op in ("asin", "acos"):                                  # into [-1, 1]
+        a = (np.clip(in_f32(a), -4, 4) / 4).astype(dt)
     out0 = data(dt, n, 5)
     out = run_vec(f"    v{op}.{tname(dt)} ub[O, {S}], ub[A, {S}], {K}, rows={R}", [a], out0.copy())
     x = tile(a)

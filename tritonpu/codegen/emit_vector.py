@@ -16,7 +16,8 @@ _COMMUTES = {"add", "mul", "and", "or", "xor", "maximum", "minimum"}
 _REVERSED = {"sub": "vrsubs", "div": "vrdivs"}
 _UN = {"neg": "vneg", "not": "vnot", "abs": "vabs", "exp": "vexp", "exp2": "vexp2", "log": "vlog",
        "log2": "vlog2", "sqrt": "vsqrt", "rsqrt": "vrsqrt", "sin": "vsin", "cos": "vcos", "floor": "vfloor",
-       "ceil": "vceil", "erf": "verf", "tanh": "vtanh"}
+       "ceil": "vceil", "erf": "verf", "tanh": "vtanh",
+       **{n: "v" + n for n in ("asin", "acos", "atan", "tan", "sinh", "cosh", "log1p", "expm1", "log10", "rint")}}
 _SWAP = {"lt": "gt", "le": "ge", "gt": "lt", "ge": "le", "eq": "eq", "ne": "ne"}
 
 
@@ -286,7 +287,10 @@ class VectorEmitter:
         src = self.dense(self.as_tile(op.operands[0]))
         dst = self.out_tile(op.result)
         rows, cols, axis, (a, rs, cs) = self._reduce_geometry(src, op.attrs["axis"])
-        mn = {"sum": "vcumsum"}[op.attrs["op"]]
+        if op.attrs["op"] == "prod" and op.attrs.get("reverse"):
+            self.fail("a reverse tl.cumprod is not supported on the NPU yet (the suffix products "
+                      "cannot be derived from the prefix products exactly)")
+        mn = {"sum": "vcumsum", "prod": "vcumprod"}[op.attrs["op"]]
         args = [f"ub[{dst.addr}]", f"ub[{a}]", str(cols)]
         if rows != 1:
             args.append(f"rows={rows}")

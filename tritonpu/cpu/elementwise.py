@@ -353,7 +353,7 @@ LOWER = {
     **{n: lower_binary for n in ("add", "sub", "mul", "div", "rem", "and", "or", "xor", "shl", "shr", "maximum",
                                  "minimum", "pow")},
     **{n: lower_unary for n in ("neg", "not", "abs", "exp", "exp2", "log", "log2", "sqrt", "rsqrt", "sin", "cos",
-                                "floor", "ceil", "erf", "tanh")},
+                                "floor", "ceil", "erf", "tanh", *M.LIBM_F64)},
     "cmp": lower_cmp, "select": lower_select, "fma": lower_fma, "cast": lower_cast, "bitcast": lower_bitcast,
     "addptr": lower_addptr, "constant": lower_constant, "arange": lower_arange, "splat": lower_splat,
     "broadcast": lower_broadcast, "expand_dims": lower_expand_dims, "permute": lower_permute,

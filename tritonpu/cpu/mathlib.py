@@ -9,8 +9,8 @@ Guarantees:
   within 1 ulp of the correctly rounded result, NaN/inf/underflow as IEEE, and vectorisable
   (LLVM would otherwise call ``expf`` once per element). Other functions are LLVM intrinsics
   (sqrt, floor, ceil, fabs, maxnum, minnum, fma) or libm calls through intrinsics (sin, cos,
-  log, log2, exp2, f64 exp) and ``erf``, ``tanh``, ``pow`` (libm, computed in f64 and rounded
-  once).
+  log, log2, exp2, f64 exp) and ``pow`` and the ``LIBM_F64`` functions (``erf``, ``tanh``,
+  ``asin``, …: libm, computed in f64 and rounded once).
 """
 from __future__ import annotations
 
@@ -105,6 +105,9 @@ def expf(b: ir.IRBuilder, x):
     return b.select(b.fcmp_unordered("uno", x, x), x, res)
 
 
+# libm functions called in f64 (an f32 argument widened, the result rounded once); the op name is
+# the libm name
+LIBM_F64 = ("erf", "tanh", "asin", "acos", "atan", "tan", "sinh", "cosh", "log1p", "expm1", "log10", "rint")
 _LIBM_INTRINSIC = {"exp2": "exp2", "log": "log", "log2": "log2", "sin": "sin", "cos": "cos",
                    "sqrt": "sqrt", "floor": "floor", "ceil": "ceil", "abs": "fabs"}
 
@@ -119,7 +122,7 @@ def unary_float(b: ir.IRBuilder, name: str, x):
         return b.fdiv(const(x.type, 1.0), intr(b, "sqrt", x))
     if name == "neg":
         return b.fneg(x)
-    if name in ("erf", "tanh"):
+    if name in LIBM_F64:
         wide = b.fpext(x, F64) if x.type == F32 else x
         r = b.call(_decl(b, name, F64, [F64]), [wide])
         return b.fptrunc(r, F32) if x.type == F32 else r

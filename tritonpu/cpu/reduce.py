@@ -29,11 +29,13 @@ def _is_float(s):
 
 def _combine(b, kind, s, acc, v, reassoc):
     if s.is_bool and not _is_float(s):
-        return b.and_(acc, v) if kind == "min" else b.or_(acc, v)
+        return b.and_(acc, v) if kind in ("min", "prod") else b.or_(acc, v)
     if kind == "sum":
         if _is_float(s):
             return b.fadd(acc, v, flags=("reassoc", "nsz") if reassoc else ())
         return b.add(acc, v)
+    if kind == "prod":
+        return b.fmul(acc, v) if _is_float(s) else b.mul(acc, v)
     if _is_float(s):
         # fmax/fmin as compare+select, not llvm.maxnum: LLVM 20's vectoriser miscompiles maxnum
         # reductions whose trip count is not a multiple of the vector width (it skips the tail).
@@ -171,7 +173,7 @@ def lower_scan(ctx, op, ins):
         if _is_float(s):
             v = M.widen(b, v, s)
         pv = ctx.get(res, before)
-        out = b.select(first, v, _combine(b, "sum", acc_s, pv, v, False))
+        out = b.select(first, v, _combine(b, op.attrs["op"], acc_s, pv, v, False))
         ctx.put(g, out, acc_s, ctx.offset(here, strides))
     ctx.nest(shape, body, order=[axis] + [d for d in range(len(shape)) if d != axis])
     if acc_s == s:

@@ -61,11 +61,21 @@ UNARY = {
     "ceil": "round toward +inf",
     "erf": "error function",
     "tanh": "hyperbolic tangent",
+    "asin": "arcsine",
+    "acos": "arccosine",
+    "atan": "arctangent",
+    "tan": "tangent",
+    "sinh": "hyperbolic sine",
+    "cosh": "hyperbolic cosine",
+    "log1p": "log(1 + a), accurate near 0",
+    "expm1": "e**a - 1, accurate near 0",
+    "log10": "base-10 logarithm",
+    "rint": "round to the nearest integer, halves to even",
 }
 
 CMP_PREDICATES = ("lt", "le", "gt", "ge", "eq", "ne")
 REDUCE_KINDS = ("sum", "max", "min", "argmax", "argmin")
-SCAN_KINDS = ("sum",)
+SCAN_KINDS = ("sum", "prod")
 ATOMIC_KINDS = ("add", "max", "min", "xchg", "and", "or", "xor")
 
 
@@ -132,7 +142,8 @@ def _rows() -> list[OpDef]:
 OPS: dict[str, OpDef] = {row.name: row for row in _rows()}
 
 FLOAT_ONLY_UNARY = frozenset(("exp", "exp2", "log", "log2", "sqrt", "rsqrt", "sin", "cos", "floor", "ceil", "erf",
-                              "tanh"))
+                              "tanh", "asin", "acos", "atan", "tan", "sinh", "cosh", "log1p", "expm1", "log10",
+                              "rint"))
 INT_ONLY_BINARY = frozenset(("and", "or", "xor", "shl", "shr"))
 FLOAT_ONLY_BINARY = frozenset(("pow",))
 

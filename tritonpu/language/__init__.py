@@ -5,7 +5,7 @@ from tritonpu.language.core import (ALL_DTYPES, SemanticError, block_type, bfloa
                                     range, static_range, tensor, uint8, uint16, uint32, uint64)
 from tritonpu.language.functions import (abs, arange, argmax, argmin, atomic_add, atomic_and, atomic_cas, atomic_max,
                                          atomic_min, atomic_or, atomic_xchg, atomic_xor, broadcast, broadcast_to,
-                                         cast, cdiv, ceil, clamp, cos, cumsum, debug_barrier, device_assert,
+                                         cast, cdiv, ceil, clamp, cos, cumprod, cumsum, debug_barrier, device_assert,
                                          device_print, div_rn, dot, erf, exp, exp2, expand_dims, fdiv, floor, fma,
                                          full, load, log, log2, max, max_constancy, max_contiguous, maximum, min,
                                          minimum, multiple_of, num_programs, permute, program_id, ravel, reshape,
@@ -26,6 +26,15 @@ def _not_supported(name):
     return builtin(fn)
 
 
+TRITON_MAX_TENSOR_NUMEL = 1048576     # Triton's limit on a block's elements
+
+
+@builtin
+def assume(cond):
+    """A hint that ``cond`` holds (Triton >= 3.2); tritonpu's compiler does not use it."""
+    return None
+
+
 reduce = _not_supported("reduce")
 associative_scan = _not_supported("associative_scan")
 join = _not_supported("join")
@@ -34,11 +43,14 @@ sort = _not_supported("sort")
 
 
 def __getattr__(name):
-    """``tl.rand`` & co. live in ``random.py`` as @jit functions (imported on first use: the jit
-    runtime imports this package)."""
+    """``tl.rand`` & co. (``random.py``) and ``tl.swizzle2d`` (``standard.py``) are @jit functions,
+    imported on first use (the jit runtime imports this package)."""
     if name in ("rand", "rand4x", "randn", "randn4x", "randint", "randint4x", "philox", "pair_uniform_to_normal",
                 "uint_to_uniform_float", "random"):
         import importlib
         _random = importlib.import_module("tritonpu.language.random")
         return _random if name == "random" else getattr(_random, name)
+    if name == "swizzle2d":
+        import importlib
+        return importlib.import_module("tritonpu.language.standard").swizzle2d
     raise AttributeError(f"module 'tritonpu.language' has no attribute {name!r}")

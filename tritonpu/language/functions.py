@@ -126,7 +126,10 @@ def _math1(name):
 exp, exp2, log, log2 = _math1("exp"), _math1("exp2"), _math1("log"), _math1("log2")
 sqrt, rsqrt, sin, cos = _math1("sqrt"), _math1("rsqrt"), _math1("sin"), _math1("cos")
 floor, ceil, erf = _math1("floor"), _math1("ceil"), _math1("erf")
-tanh = _math1("tanh")           # (libdevice's; Triton's core namespace has no tanh)
+# libdevice's (Triton's core namespace has none of these)
+tanh, asin, acos, atan, tan = _math1("tanh"), _math1("asin"), _math1("acos"), _math1("atan"), _math1("tan")
+sinh, cosh, log1p, expm1 = _math1("sinh"), _math1("cosh"), _math1("log1p"), _math1("expm1")
+log10, rint = _math1("log10"), _math1("rint")
 
 
 @builtin
@@ -319,6 +322,11 @@ def cumsum(input, axis=0, reverse=False, dtype=None):
 
 
 @builtin
+def cumprod(input, axis=0, reverse=False):
+    return M.cumprod(input, axis, reverse)
+
+
+@builtin
 def dot(input, other, acc=None, input_precision=None, allow_tf32=None, max_num_imprecise_acc=None,
         out_dtype=tl.float32):
     return M.dot(input, other, acc, input_precision, allow_tf32, max_num_imprecise_acc, out_dtype)
@@ -383,5 +391,5 @@ TENSOR_METHODS = {
     name: globals()[name]
     for name in ("exp", "exp2", "log", "log2", "sqrt", "rsqrt", "sin", "cos", "floor", "ceil", "erf", "abs",
                  "sigmoid", "softmax", "reshape", "view", "trans", "permute", "broadcast_to", "expand_dims",
-                 "ravel", "sum", "max", "min", "argmax", "argmin", "cumsum", "cast")
+                 "ravel", "sum", "max", "min", "argmax", "argmin", "cumsum", "cumprod", "cast")
 }

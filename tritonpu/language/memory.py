@@ -163,8 +163,17 @@ def reduce_minmax(kind: str, x, axis=None, return_indices=False, keep_dims=False
 def cumsum(x, axis=0, reverse=False, dtype=None) -> tensor:
     x = to_tensor(x)
     x = cast(x, pick_sum_dtype(x.dtype, dtype))
-    x, ax, all_axes = _prepare_axis(x, axis, "tl.cumsum")
-    attrs = {"op": "sum", "axis": ax}
+    return _scan("sum", "tl.cumsum", x, axis, reverse)
+
+
+def cumprod(x, axis=0, reverse=False) -> tensor:
+    """Inclusive running product along ``axis``, in the input's dtype (as Triton: no widening)."""
+    return _scan("prod", "tl.cumprod", to_tensor(x), axis, reverse)
+
+
+def _scan(kind, what, x, axis, reverse) -> tensor:
+    x, ax, all_axes = _prepare_axis(x, axis, what)
+    attrs = {"op": kind, "axis": ax}
     if tl._unwrap(reverse):
         attrs["reverse"] = True
     return _op("scan", [x], x.ty, **attrs)

@@ -130,7 +130,9 @@ _UNARY = {
     "rsqrt": lambda x: np.divide(x.dtype.type(1), np.sqrt(x)), "abs": np.abs, "neg": np.negative,
     "sin": np.sin, "cos": np.cos, "floor": np.floor, "ceil": np.ceil,
     "erf": lambda x: _erf(x).astype(x.dtype), "recip": lambda x: np.divide(x.dtype.type(1), x),
-    "tanh": np.tanh, "sigmoid": lambda x: np.divide(x.dtype.type(1), x.dtype.type(1) + np.exp(-x)),
+    "tanh": np.tanh, "asin": np.arcsin, "acos": np.arccos, "atan": np.arctan, "tan": np.tan,
+    "sinh": np.sinh, "cosh": np.cosh, "log1p": np.log1p, "expm1": np.expm1, "log10": np.log10, "rint": np.rint,
+    "sigmoid": lambda x: np.divide(x.dtype.type(1), x.dtype.type(1) + np.exp(-x)),
     "not": np.invert, "relu": lambda x: np.maximum(x, x.dtype.type(0)), "mov": lambda x: x,
 }
 

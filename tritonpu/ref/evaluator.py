@@ -116,9 +116,10 @@ def _scan(op, x):
     ty = op.results[0].type
     axis = op.attrs["axis"]
     src = x.astype(np.float32) if _low_float(ty) else x
+    f = {"sum": np.cumsum, "prod": np.cumprod}[op.attrs["op"]]
     if op.attrs.get("reverse"):
-        return _arr(np.flip(np.cumsum(np.flip(src, axis), axis=axis, dtype=src.dtype), axis), ty)
-    return _arr(np.cumsum(src, axis=axis, dtype=src.dtype), ty)
+        return _arr(np.flip(f(np.flip(src, axis), axis=axis, dtype=src.dtype), axis), ty)
+    return _arr(f(src, axis=axis, dtype=src.dtype), ty)
 
 
 def _dot(op, a, b, acc=None):
@@ -163,6 +164,16 @@ EVAL = {
     "ceil": _math(np.ceil),
     "erf": _math(lambda x: np.asarray(_erf(x)).astype(np.asarray(x).dtype)),
     "tanh": _math(np.tanh),
+    "asin": _math(np.arcsin),
+    "acos": _math(np.arccos),
+    "atan": _math(np.arctan),
+    "tan": _math(np.tan),
+    "sinh": _math(np.sinh),
+    "cosh": _math(np.cosh),
+    "log1p": _math(np.log1p),
+    "expm1": _math(np.expm1),
+    "log10": _math(np.log10),
+    "rint": _math(np.rint),
     "fma": lambda op, a, b, c: _arr(a.astype(np.float64) * b.astype(np.float64) + c.astype(np.float64)
                                     if op.results[0].type.scalar.is_float else a * b + c, op.results[0].type),
     "cmp": lambda op, a, b: _arr(_CMP[op.attrs["pred"]](a, b), op.results[0].type),

@@ -1,8 +1,10 @@
 """``libdevice``: the device math library Triton kernels call as ``libdevice.tanh(x)`` & co.
 
 The functions tritonpu computes exactly as the language's own ops (fp32/fp64 inputs, as Triton's
-math functions take): the ``tl`` math builtins under their libdevice names, ``tanh``, ``pow``, and
-``trunc``/``isnan``/``isinf`` made of exact ops.  Any other libdevice function is a compilation
+math functions take): the ``tl`` math builtins under their libdevice names, ``tanh``, ``pow``,
+``asin``/``acos``/``atan``/``tan``/``sinh``/``cosh``/``log1p``/``expm1``/``log10``/``rint``
+(``nearbyint``) — ops of their own on every backend — and ``trunc``/``isnan``/``isinf`` made of
+exact ops.  Any other libdevice function is a compilation
 error naming it (not an approximation that would differ from the hardware's).
 """
 from tritonpu.language import functions as _f
@@ -12,6 +14,9 @@ from tritonpu.language.core import builtin as _builtin
 exp, exp2, log, log2 = _f.exp, _f.exp2, _f.log, _f.log2
 sqrt, rsqrt, sin, cos = _f.sqrt, _f.rsqrt, _f.sin, _f.cos
 floor, ceil, erf, tanh, fma = _f.floor, _f.ceil, _f.erf, _f.tanh, _f.fma
+asin, acos, atan, tan, sinh, cosh = _f.asin, _f.acos, _f.atan, _f.tan, _f.sinh, _f.cosh
+log1p, expm1, log10, rint = _f.log1p, _f.expm1, _f.log10, _f.rint
+nearbyint = rint
 abs = fabs = _f.abs
 fmax, fmin = _f.maximum, _f.minimum
 div_rn, sqrt_rn = _f.div_rn, _f.sqrt_rn

@@ -1,0 +1,44 @@
+"""Triton's standard helpers: ``tl.swizzle2d`` (Triton's documented example and a ragged last band,
+on every backend), ``tl.assume`` (a hint: no effect) and ``tl.TRITON_MAX_TENSOR_NUMEL``."""
+import numpy as np
+import pytest
+
+import tritonpu
+import tritonpu.language as tl
+
+
+@tritonpu.jit
+def _swizzle(out_ptr, SI: tl.constexpr, SJ: tl.constexpr, SG: tl.constexpr):
+    i = tl.arange(0, SI)[:, None] + tl.zeros((SI, SJ), tl.int32)
+    j = tl.arange(0, SJ)[None, :] + tl.zeros((SI, SJ), tl.int32)
+    tl.assume(SI > 0)
+    ni, nj = tl.swizzle2d(i, j, SI, SJ, SG)
+    tl.store(out_ptr + ni * SJ + nj, i * SJ + j)       # the value of (i, j) lands at (ni, nj)
+
+
+def _expected(si, sj, sg):
+    out = np.empty((si, sj), np.int32)
+    for i in range(si):
+        for j in range(sj):
+            lin = i * sj + j
+            first = lin // (sg * sj) * sg
+            rows = min(si - first, sg)
+            k = lin % (sg * sj)
+            out[first + k % rows, k // rows] = lin
+    return out
+
+
+@pytest.mark.parametrize("backend", ["npu", "ref", "cpu"])
+def test_swizzle2d(backend):
+    out = np.full((4, 4), -1, np.int32)
+    _swizzle[(1,)](out, SI=4, SJ=4, SG=2, backend=backend)
+    # Triton's documented example: bands of 2 rows read column-major
+    assert out.tolist() == [[0, 2, 4, 6], [1, 3, 5, 7], [8, 10, 12, 14], [9, 11, 13, 15]]
+    ragged = np.full((8, 4), -1, np.int32)
+    _swizzle[(1,)](ragged, SI=8, SJ=4, SG=3, backend=backend)         # bands of 3, 3, 2 rows
+    assert ragged.tolist() == _expected(8, 4, 3).tolist()
+    assert sorted(ragged.ravel().tolist()) == list(range(32))
+
+
+def test_max_tensor_numel_is_tritons():
+    assert tl.TRITON_MAX_TENSOR_NUMEL == 1 << 20
