@@ -10,6 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import tritonpu
+import tritonpu.language as tl
 from tritonpu.codegen.pipeline import OPTIONAL_PASSES, pipeline_for
 from tritonpu.errors import CompilationError
 from tritonpu.ir import parse_function, print_function, verify
@@ -695,6 +697,25 @@ func @k(%x: ptr<f32>, %y: ptr<f32>) {
     assert "`w` is a tensor<64x1024xf32> block of 262144 bytes, larger than the Unified Buffer " \
            "(196608 bytes)" in msg, msg
     assert msg.startswith("k.py:6:"), msg
+
+
+@tritonpu.jit
+def _row_softmax_65536(x_ptr, y_ptr, n_rows, n_cols, BLOCK: tl.constexpr):
+    for row in tl.range(tl.program_id(0), n_rows, tl.num_programs(0)):
+        cols = tl.arange(0, BLOCK)
+        x = tl.load(x_ptr + row * n_cols + cols, mask=cols < n_cols, other=-float("inf"))
+        e = tl.exp(x - tl.max(x, axis=0))
+        tl.store(y_ptr + row * n_cols + cols, e / tl.sum(e, axis=0), mask=cols < n_cols)
+
+
+def test_tiling_says_why_a_reduction_over_a_block_larger_than_ub_is_not_split():
+    # Triton's softmax tutorial with a 50000-column row (BLOCK = next power of 2 = 65536 fp32)
+    x = np.zeros((2, 50000), np.float32)
+    with pytest.raises(CompilationError) as ei:
+        _row_softmax_65536[(2,)](x, np.empty_like(x), 2, 50000, BLOCK=65536)
+    msg = str(ei.value)
+    assert "tensor<65536xf32> block of 262144 bytes, larger than the Unified Buffer (196608 bytes)" in msg, msg
+    assert "'reduce' at line" in msg and "loop over the block in smaller pieces" in msg, msg
 
 
 def test_tiling_block_exactly_ub_sized_and_views_pass():

@@ -52,6 +52,18 @@ def _fail(op, r, cap, why=""):
         f"{why}; use a smaller block size", op.loc.file, op.loc.line)
 
 
+def _why_not(bad, nested) -> str:
+    if bad:                     # (the first op that is not elementwise)
+        op = bad[0]
+        hint = ("; a reduction or scan needs its whole block on chip: loop over the block in smaller "
+                "pieces and carry the partial results, as an online softmax does"
+                if op.name in ("reduce", "scan") else "")
+        return f" ('{op.name}' at line {op.loc.line} does not work element by element{hint})"
+    if nested:
+        return " (blocks computed inside loops are not split)"
+    return ""
+
+
 def _block_ops(fn):
     return [op for op in fn.body.ops
             if any(v.type.is_block for v in list(op.results) + list(op.operands))]
@@ -75,8 +87,8 @@ class Tiling(Pass):
         big = _too_big(fn, cap)
         if nested or bad or len(d0s) != 1:
             if big:
-                _fail(*big, cap, " and not splittable here" + (f" ('{bad[0].name}' at line {bad[0].loc.line} "
-                                                              "does not work element by element)" if bad else ""))
+                inner = [op for op in fn.walk() if op.name in ("reduce", "scan")]
+                _fail(*big, cap, " and not splittable here" + _why_not(bad or inner, nested))
             return      # buffer planning reports what does not fit together
         d0 = d0s.pop()
         t = d0
