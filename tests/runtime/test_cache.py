@@ -94,6 +94,22 @@ def test_disk_cache_reused_by_a_fresh_jitfunction(cache_dir, compiles):
     assert [c[2] for c in compiles] == [False, True]
 
 
+def test_an_entry_made_by_other_compiler_code_is_not_reused(cache_dir, compiles, monkeypatch):
+    # the key holds a hash of the compiler's own sources: after an upgrade (or an edit of a checkout)
+    # the IR cached by the old code is not taken for the new code's
+    from tritonpu.runtime import cache
+    h1 = launch(fresh(scale_kernel))
+    monkeypatch.setattr(cache, "compiler_fingerprint", lambda: "other compiler code")
+    h2 = launch(fresh(scale_kernel))
+    assert h2.kernel.key != h1.kernel.key and not h2.kernel.from_disk
+    assert [c[2] for c in compiles] == [False, False] and len(list(cache_dir.glob("*.json"))) == 2
+
+
+def test_the_compiler_fingerprint_covers_the_package_sources(tmp_path):
+    from tritonpu.runtime.cache import compiler_fingerprint
+    assert compiler_fingerprint() == compiler_fingerprint() and len(compiler_fingerprint()) == 16
+
+
 @pytest.mark.parametrize("garbage", ["", "{not json", '{"key": "someone-else", "ir": "", "asm": {}}',
                                      '{"key": "KEY", "ir": "func @broken(", "asm": {}}', "[1, 2, 3]"])
 def test_corrupted_cache_file_is_a_miss_and_is_rewritten(cache_dir, garbage):

@@ -2,15 +2,33 @@
 
 One JSON file per specialization, named by a hash of (kernel source and the sources of the @jit
 functions and constexpr globals it uses, argument types, constexpr values, options, compiler
-version). Files are written to a temporary name and renamed into place, so a crash never leaves a
+version and :func:`compiler_fingerprint` — so an entry made by other compiler code, an older
+checkout or an edited one, is never taken for this one's). Files are written to a temporary name and renamed into place, so a crash never leaves a
 half-written entry; an unreadable entry is treated as a miss and rewritten.
 """
 from __future__ import annotations
 
+import functools
+import hashlib
 import json
 import os
 import tempfile
 from pathlib import Path
+
+
+@functools.lru_cache(maxsize=1)
+def compiler_fingerprint() -> str:
+    """A hash of the compiler's own sources (the ``tritonpu`` package and ``tritonpu.isa``, which
+    lives in isa/: .py and .lark files), read once per process."""
+    import tritonpu
+    import tritonpu.isa
+    h = hashlib.sha256()
+    for pkg in (tritonpu, tritonpu.isa):
+        root = Path(pkg.__file__).parent
+        for path in sorted(p for p in root.rglob("*") if p.suffix in (".py", ".lark")):
+            h.update(str(path.relative_to(root)).encode())
+            h.update(path.read_bytes())
+    return h.hexdigest()[:16]
 
 
 def cache_dir() -> Path:

@@ -218,7 +218,7 @@ class JITFunction:
         sig = tuple((n, str(p) if not isinstance(p, tl.constexpr) else ("constexpr", repr(p.value)))
                     for n, p in params)
         opts = tuple(sorted((k, repr(v)) for k, v in options.items() if k in TRITON_OPTIONS))
-        key_src = repr((self.source_hash(), self.src.file, sig, opts, __version__))
+        key_src = repr((self.source_hash(), self.src.file, sig, opts, __version__, disk_cache.compiler_fingerprint()))
         key = hashlib.sha256(key_src.encode()).hexdigest()[:32]
         kernel = self.cache.get(key)
         if kernel is not None:
