@@ -327,6 +327,21 @@ def cumprod(input, axis=0, reverse=False):
 
 
 @builtin
+def join(a, b):
+    return M.join(a, b)
+
+
+@builtin
+def split(a):
+    return M.split(a)
+
+
+@builtin
+def interleave(a, b):
+    return M.interleave(a, b)
+
+
+@builtin
 def dot(input, other, acc=None, input_precision=None, allow_tf32=None, max_num_imprecise_acc=None,
         out_dtype=tl.float32):
     return M.dot(input, other, acc, input_precision, allow_tf32, max_num_imprecise_acc, out_dtype)
@@ -391,5 +406,5 @@ TENSOR_METHODS = {
     name: globals()[name]
     for name in ("exp", "exp2", "log", "log2", "sqrt", "rsqrt", "sin", "cos", "floor", "ceil", "erf", "abs",
                  "sigmoid", "softmax", "reshape", "view", "trans", "permute", "broadcast_to", "expand_dims",
-                 "ravel", "sum", "max", "min", "argmax", "argmin", "cumsum", "cumprod", "cast")
+                 "ravel", "sum", "max", "min", "argmax", "argmin", "cumsum", "cumprod", "cast", "split")
 }

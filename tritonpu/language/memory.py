@@ -7,8 +7,8 @@ from __future__ import annotations
 from tritonpu.ir import types as T
 from tritonpu.language import core as tl
 from tritonpu.language.core import SemanticError, tensor
-from tritonpu.language.semantic import (_op, broadcast_pair, broadcast_to_shape, cast, reshape, expand_dims,
-                                        to_tensor, _canon_axis)
+from tritonpu.language.semantic import (_op, arange, broadcast_pair, broadcast_to_shape, cast, compare, reshape,
+                                        expand_dims, to_tensor, where, _canon_axis)
 
 
 # --------------------------------------------------------------------------------------------
@@ -177,6 +177,58 @@ def _scan(kind, what, x, axis, reverse) -> tensor:
     if tl._unwrap(reverse):
         attrs["reverse"] = True
     return _op("scan", [x], x.ty, **attrs)
+
+
+# --------------------------------------------------------------------------------------------
+# join / split: a new last dimension of 2, made of selects and sums (every backend, exact)
+# --------------------------------------------------------------------------------------------
+def join(a, b) -> tensor:
+    """(..., 2): ``a`` at [..., 0], ``b`` at [..., 1] (broadcast to one shape; one dtype)."""
+    a, b = to_tensor(a), to_tensor(b)
+    if a.dtype != b.dtype:
+        raise SemanticError(f"tl.join needs operands of one dtype, got {a.dtype} and {b.dtype}")
+    if a.shape != b.shape:
+        a, b = broadcast_pair(a, b)
+    shape = a.shape
+    if len(shape) > 1:              # on rows of 2 (rank <= 2 blocks: what the NPU's vector unit takes)
+        return reshape(join(reshape(a, [a.numel]), reshape(b, [b.numel])), shape + [2])
+    first = compare(arange(0, 2), 0, "eq")
+    return where(first, expand_dims(a, len(shape)), expand_dims(b, len(shape)))
+
+
+_SAME_WIDTH_INT = {8: tl.int8, 16: tl.int16, 32: tl.int32, 64: tl.int64}
+
+
+def split(a) -> tuple:
+    """The two halves of a last dimension of 2, bit for bit: each is the sum along it of the block
+    with the other half zeroed, taken over the bits as integers (so -0.0 and NaNs come through)."""
+    a = to_tensor(a)
+    if not a.shape or a.shape[-1] != 2:
+        raise SemanticError(f"tl.split needs a last dimension of size 2, got shape {a.shape}")
+    if len(a.shape) > 2:            # on rows of 2 (rank <= 2 blocks: what the NPU's vector unit takes)
+        shape = a.shape[:-1]
+        return tuple(reshape(h, shape) for h in split(reshape(a, [a.numel // 2, 2])))
+    dt = a.dtype
+    if dt.is_floating():
+        bits = cast(a, _SAME_WIDTH_INT[dt.primitive_bitwidth], bitcast=True)
+    elif dt.is_bool():
+        bits = cast(a, tl.int8)
+    else:
+        bits = a
+    pick = arange(0, 2)
+    halves = []
+    for k in (0, 1):
+        v = reduce_sum(where(compare(pick, k, "eq"), bits, 0), len(a.shape) - 1)
+        v = cast(v, bits.dtype)
+        halves.append(cast(v, dt, bitcast=True) if dt.is_floating() else cast(v, dt))
+    return tuple(halves)
+
+
+def interleave(a, b) -> tensor:
+    """a and b interleaved along their last dimension: ``join`` then merge the last two."""
+    j = join(a, b)
+    shape = j.shape
+    return reshape(j, shape[:-2] + [shape[-2] * 2]) if len(shape) > 1 else j
 
 
 # --------------------------------------------------------------------------------------------

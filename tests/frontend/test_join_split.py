@@ -1,0 +1,75 @@
+"""``tl.join`` / ``tl.split`` / ``tl.interleave`` (tritonpu/language/memory.py): bit-exact on every
+backend and dtype — -0.0, NaN and infinities included — made of selects and integer sums over the
+new last dimension of 2 (blocks of rank > 2 go through rows of 2, which the NPU's vector unit
+takes); a last dimension other than 2 is a compilation error."""
+import ml_dtypes
+import numpy as np
+import pytest
+
+import tritonpu
+import tritonpu.language as tl
+from tritonpu.errors import CompilationError
+
+
+@tritonpu.jit
+def _roundtrip(x_ptr, y_ptr, j_ptr, s0_ptr, s1_ptr, i_ptr, N: tl.constexpr):
+    offs = tl.arange(0, N)
+    a = tl.load(x_ptr + offs)
+    b = tl.load(y_ptr + offs)
+    j = tl.join(a, b)
+    tl.store(j_ptr + offs[:, None] * 2 + tl.arange(0, 2)[None, :], j)
+    p, q = j.split()
+    tl.store(s0_ptr + offs, p)
+    tl.store(s1_ptr + offs, q)
+    tl.store(i_ptr + tl.arange(0, 2 * N), tl.interleave(a, b))
+
+
+@pytest.mark.parametrize("dt", ["f32", "f16", "bf16", "f64", "i32", "i8", "u8"])
+@pytest.mark.parametrize("backend", ["npu", "ref", "cpu"])
+def test_join_split_interleave_are_exact(dt, backend):
+    npdt = {"f32": np.float32, "f16": np.float16, "bf16": ml_dtypes.bfloat16, "f64": np.float64,
+            "i32": np.int32, "i8": np.int8, "u8": np.uint8}[dt]
+    rng = np.random.default_rng(1)
+    if dt.startswith(("f", "b")):
+        x = rng.standard_normal(32).astype(npdt)
+        y = (rng.standard_normal(32) * 3).astype(npdt)
+        x[0], x[1], y[2], y[3] = -0.0, np.nan, -np.inf, -0.0
+    else:
+        x, y = (rng.integers(0 if dt == "u8" else -100, 100, 32).astype(npdt) for _ in range(2))
+    j, s0, s1, il = np.zeros((32, 2), npdt), np.zeros(32, npdt), np.zeros(32, npdt), np.zeros(64, npdt)
+    _roundtrip[(1,)](x, y, j, s0, s1, il, N=32, backend=backend)
+    both = np.stack([x, y], axis=1)
+    assert j.tobytes() == both.tobytes()
+    assert s0.tobytes() == x.tobytes() and s1.tobytes() == y.tobytes()
+    assert il.tobytes() == both.reshape(-1).tobytes()
+
+
+@tritonpu.jit
+def _complex_abs2(x_ptr, o_ptr, M: tl.constexpr, N: tl.constexpr):
+    # interleaved (re, im) pairs, split from a rank-3 block
+    offs = tl.arange(0, M)[:, None] * (2 * N) + tl.arange(0, 2 * N)[None, :]
+    re, im = tl.split(tl.reshape(tl.load(x_ptr + offs), (M, N, 2)))
+    tl.store(o_ptr + tl.arange(0, M)[:, None] * N + tl.arange(0, N)[None, :], re * re + im * im)
+
+
+@pytest.mark.parametrize("backend", ["npu", "ref", "cpu"])
+def test_split_of_a_rank_3_block(backend):
+    z = (np.random.default_rng(2).standard_normal((8, 16)) + 1j * np.random.default_rng(3).standard_normal((8, 16)))
+    x = z.astype(np.complex64).view(np.float32)              # (8, 32): re, im, re, im, ...
+    o = np.zeros((8, 16), np.float32)
+    _complex_abs2[(1,)](x, o, M=8, N=16, backend=backend)
+    re, im = x[:, 0::2], x[:, 1::2]
+    np.testing.assert_array_equal(o, re * re + im * im)
+
+
+@tritonpu.jit
+def _split_of_four(x_ptr, N: tl.constexpr):
+    a, b = tl.split(tl.reshape(tl.load(x_ptr + tl.arange(0, N)), (N // 4, 4)))
+    tl.store(x_ptr + tl.arange(0, N // 4), a + b)
+
+
+def test_split_needs_a_last_dimension_of_two():
+    with pytest.raises(CompilationError) as e:
+        _split_of_four[(1,)](np.zeros(16, np.float32), N=16)
+    assert "tl.split needs a last dimension of size 2, got shape [4, 4]" in str(e.value), str(e.value)
+    assert "test_join_split.py" in str(e.value)
