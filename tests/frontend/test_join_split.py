@@ -73,3 +73,34 @@ def test_split_needs_a_last_dimension_of_two():
         _split_of_four[(1,)](np.zeros(16, np.float32), N=16)
     assert "tl.split needs a last dimension of size 2, got shape [4, 4]" in str(e.value), str(e.value)
     assert "test_join_split.py" in str(e.value)
+
+
+@tritonpu.jit
+def _cat_sum(x_ptr, y_ptr, o_ptr, c_ptr, M: tl.constexpr, N: tl.constexpr):
+    offs = tl.arange(0, M)[:, None] * N + tl.arange(0, N)[None, :]
+    c = tl.cat(tl.load(x_ptr + offs), tl.load(y_ptr + offs), can_reorder=True)       # (2M, N)
+    tl.store(o_ptr + tl.arange(0, N), tl.sum(c, axis=0))
+    tl.store(c_ptr + tl.arange(0, 2 * M)[:, None] * N + tl.arange(0, N)[None, :], c)
+
+
+@pytest.mark.parametrize("backend", ["npu", "ref", "cpu"])
+def test_cat_holds_both_blocks(backend):
+    # Triton's cat may reorder elements (can_reorder=True is required): the column sums are what a
+    # program may rely on; tritonpu keeps the order — a's rows, then b's
+    rng = np.random.default_rng(5)
+    x, y = (rng.integers(-50, 50, (8, 16)).astype(np.int32) for _ in range(2))
+    o, c = np.zeros(16, np.int32), np.zeros((16, 16), np.int32)
+    _cat_sum[(1,)](x, y, o, c, M=8, N=16, backend=backend)
+    np.testing.assert_array_equal(o, x.sum(0) + y.sum(0))
+    np.testing.assert_array_equal(c, np.concatenate([x, y]))
+
+
+@tritonpu.jit
+def _cat_ordered(x_ptr, N: tl.constexpr):
+    a = tl.load(x_ptr + tl.arange(0, N))
+    tl.store(x_ptr + tl.arange(0, 2 * N), tl.cat(a, a))
+
+
+def test_cat_without_can_reorder_is_an_error_as_in_triton():
+    with pytest.raises(CompilationError, match="may reorder elements; pass can_reorder=True"):
+        _cat_ordered[(1,)](np.zeros(32, np.float32), N=16)

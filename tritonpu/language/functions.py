@@ -342,6 +342,11 @@ def interleave(a, b):
 
 
 @builtin
+def cat(input, other, can_reorder=False):
+    return M.cat(input, other, can_reorder)
+
+
+@builtin
 def dot(input, other, acc=None, input_precision=None, allow_tf32=None, max_num_imprecise_acc=None,
         out_dtype=tl.float32):
     return M.dot(input, other, acc, input_precision, allow_tf32, max_num_imprecise_acc, out_dtype)

@@ -224,6 +224,22 @@ def split(a) -> tuple:
     return tuple(halves)
 
 
+def cat(a, b, can_reorder=False) -> tensor:
+    """Both blocks (one shape, one dtype) along the first dimension: ``a``'s rows, then ``b``'s.
+    Triton's ``cat`` may reorder elements and requires ``can_reorder=True``; so does this one
+    (which keeps the order anyway)."""
+    a, b = to_tensor(a), to_tensor(b)
+    if not tl._unwrap(can_reorder):
+        raise SemanticError("tl.cat: the current implementation of `cat` always may reorder elements; "
+                            "pass can_reorder=True (as Triton requires)")
+    if a.dtype != b.dtype or a.shape != b.shape or not a.shape:
+        raise SemanticError(f"tl.cat needs two blocks of one shape and dtype, got {a.type} and {b.type}")
+    n = a.numel
+    first = compare(expand_dims(arange(0, 2), 1), 0, "eq")                  # (2, 1)
+    both = where(first, expand_dims(reshape(a, [n]), 0), expand_dims(reshape(b, [n]), 0))   # (2, n)
+    return reshape(both, [2 * a.shape[0]] + a.shape[1:])
+
+
 def interleave(a, b) -> tensor:
     """a and b interleaved along their last dimension: ``join`` then merge the last two."""
     j = join(a, b)
