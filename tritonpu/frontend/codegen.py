@@ -24,7 +24,9 @@ from tritonpu.ir import Builder, Function, Loc, Region, Value
 from tritonpu.language import core as tl
 from tritonpu.language import semantic as S
 from tritonpu.language.core import SemanticError, tensor
+from tritonpu.frontend import combine as combine_op
 from tritonpu.frontend.control import ControlFlow, _contains_return, _is_number  # noqa: F401
+from tritonpu.language.functions import reduce as _tl_reduce
 
 _BINOPS = {
     ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
@@ -352,6 +354,8 @@ class CodeGenerator(ControlFlow, ast.NodeVisitor):
     def call(self, node, fn, args, kwargs):
         if is_jit(fn):
             return self.inline(node, fn, args, kwargs)
+        if fn is _tl_reduce:
+            return combine_op.reduce(lambda f, a: self._combine_call(node, f, a), *args, **kwargs)
         if tl.is_builtin(fn) or (hasattr(fn, "func") and tl.is_builtin(fn.func)):
             return fn(*args, **kwargs)
         if isinstance(fn, type) and issubclass(fn, tl._RangeBase):
@@ -384,6 +388,11 @@ class CodeGenerator(ControlFlow, ast.NodeVisitor):
         name = getattr(fn, "__name__", repr(fn))
         raise self.error(node, f"cannot call `{name}` inside a kernel: only tl.* builtins and @tritonpu.jit "
                                "functions can be called (decorate helpers with @tritonpu.jit)")
+
+    def _combine_call(self, node, fn, args):
+        if not is_jit(fn):
+            raise self.error(node, "the combine function of tl.reduce must be a @tritonpu.jit function")
+        return self.inline(node, fn, args, {})
 
     def inline(self, node, jitfn, args, kwargs):
         if jitfn in self.call_stack:

@@ -327,6 +327,12 @@ def cumprod(input, axis=0, reverse=False):
 
 
 @builtin
+def reduce(input, axis, combine_fn, keep_dims=False):
+    """Reduce with a @jit ``combine_fn``; the frontend builds it (tritonpu/frontend/combine.py)."""
+    raise SemanticError("tl.reduce is built by the kernel compiler; call it inside a @tritonpu.jit function")
+
+
+@builtin
 def join(a, b):
     return M.join(a, b)
 

@@ -1,0 +1,94 @@
+"""``tl.reduce`` with a ``@jit`` combine function (tritonpu/frontend/combine.py), on every backend:
+one tensor or a tuple reduced together (argmax with Triton-style tie-breaking on the index), along
+either axis of a 2-D block or over all elements, ``keep_dims``; errors name the kernel's line."""
+import numpy as np
+import pytest
+
+import tritonpu
+import tritonpu.language as tl
+from tritonpu.errors import CompilationError
+
+
+@tritonpu.jit
+def _add(a, b):
+    return a + b
+
+
+@tritonpu.jit
+def _argmax(v0, i0, v1, i1):
+    right = (v1 > v0) | ((v1 == v0) & (i1 < i0))
+    return tl.where(right, v1, v0), tl.where(right, i1, i0)
+
+
+@tritonpu.jit
+def _reduce_kernel(x_ptr, s_ptr, m_ptr, i_ptr, a_ptr, k_ptr, M: tl.constexpr, N: tl.constexpr, AXIS: tl.constexpr):
+    offs = tl.arange(0, M)[:, None] * N + tl.arange(0, N)[None, :]
+    x = tl.load(x_ptr + offs)
+    L: tl.constexpr = M if AXIS == 1 else N
+    tl.store(s_ptr + tl.arange(0, L), tl.reduce(x, AXIS, _add))
+    idx = (tl.arange(0, N)[None, :] if AXIS == 1 else tl.arange(0, M)[:, None]) + tl.zeros((M, N), tl.int32)
+    v, i = tl.reduce((x, idx), AXIS, _argmax)
+    tl.store(m_ptr + tl.arange(0, L), v)
+    tl.store(i_ptr + tl.arange(0, L), i)
+    tl.store(a_ptr, tl.reduce(x, None, _add))
+    kept = tl.reduce(x, AXIS, _add, keep_dims=True)                      # (M, 1) or (1, N)
+    tl.store(k_ptr + tl.arange(0, L), tl.reshape(kept, (L,)))
+
+
+@pytest.mark.parametrize("axis", [0, 1])
+@pytest.mark.parametrize("backend", ["npu", "ref", "cpu"])
+def test_reduce_with_a_combine_function(axis, backend):
+    M, N = 8, 16
+    x = np.random.default_rng(axis).integers(-4, 4, (M, N)).astype(np.int32)   # ties for argmax
+    L = M if axis == 1 else N
+    s, m, i, k = (np.zeros(L, np.int32) for _ in range(4))
+    a = np.zeros(1, np.int32)
+    _reduce_kernel[(1,)](x, s, m, i, a, k, M=M, N=N, AXIS=axis, backend=backend)
+    np.testing.assert_array_equal(s, x.sum(axis))
+    np.testing.assert_array_equal(m, x.max(axis))
+    np.testing.assert_array_equal(i, x.argmax(axis))                # the first of equal maxima
+    np.testing.assert_array_equal(k, x.sum(axis))
+    assert a[0] == x.sum()
+
+
+@tritonpu.jit
+def _float_sum(x_ptr, o_ptr, N: tl.constexpr):
+    tl.store(o_ptr, tl.reduce(tl.load(x_ptr + tl.arange(0, N)), 0, _add))
+
+
+@pytest.mark.parametrize("backend", ["npu", "ref", "cpu"])
+def test_a_float_reduction_is_a_pairwise_tree(backend):
+    x = np.random.default_rng(7).standard_normal(64).astype(np.float32)
+    o = np.zeros(1, np.float32)
+    _float_sum[(1,)](x, o, N=64, backend=backend)
+    tree = x.copy()
+    while tree.size > 1:                                           # neighbours 2i and 2i+1, in fp32
+        tree = tree[0::2] + tree[1::2]
+    assert o[0] == tree[0]
+
+
+def _not_jit(a, b):
+    return a + b
+
+
+@tritonpu.jit
+def _bad_combine(x_ptr, N: tl.constexpr):
+    tl.store(x_ptr, tl.reduce(tl.load(x_ptr + tl.arange(0, N)), 0, _not_jit))
+
+
+@tritonpu.jit
+def _two_for_one(a, b):
+    return a + b, a - b
+
+
+@tritonpu.jit
+def _wrong_arity(x_ptr, N: tl.constexpr):
+    tl.store(x_ptr, tl.reduce(tl.load(x_ptr + tl.arange(0, N)), 0, _two_for_one))
+
+
+def test_reduce_errors_name_the_line():
+    with pytest.raises(CompilationError, match="must be a @tritonpu.jit function") as e:
+        _bad_combine[(1,)](np.zeros(16, np.float32), N=16)
+    assert "test_reduce_combine.py" in str(e.value)
+    with pytest.raises(CompilationError, match="returns 2 values for 1 inputs"):
+        _wrong_arity[(1,)](np.zeros(16, np.float32), N=16)
