@@ -1,5 +1,6 @@
 """Triton's standard helpers: ``tl.swizzle2d`` (Triton's documented example and a ragged last band,
-on every backend), ``tl.assume`` (a hint: no effect) and ``tl.TRITON_MAX_TENSOR_NUMEL``."""
+on every backend), ``tl.xor_sum``, ``tl.assume`` (a hint: no effect) and
+``tl.TRITON_MAX_TENSOR_NUMEL``."""
 import numpy as np
 import pytest
 
@@ -42,3 +43,19 @@ def test_swizzle2d(backend):
 
 def test_max_tensor_numel_is_tritons():
     assert tl.TRITON_MAX_TENSOR_NUMEL == 1 << 20
+
+
+@tritonpu.jit
+def _xor_sums(x_ptr, all_ptr, rows_ptr, M: tl.constexpr, N: tl.constexpr):
+    x = tl.load(x_ptr + tl.arange(0, M)[:, None] * N + tl.arange(0, N)[None, :])
+    tl.store(all_ptr, tl.xor_sum(x))
+    tl.store(rows_ptr + tl.arange(0, M), tl.xor_sum(x, axis=1))
+
+
+@pytest.mark.parametrize("backend", ["npu", "ref", "cpu"])
+def test_xor_sum(backend):
+    x = np.random.default_rng(9).integers(0, 1 << 30, (8, 16)).astype(np.int32)
+    every, rows = np.zeros(1, np.int32), np.zeros(8, np.int32)
+    _xor_sums[(1,)](x, every, rows, M=8, N=16, backend=backend)
+    assert every[0] == np.bitwise_xor.reduce(x.ravel())
+    np.testing.assert_array_equal(rows, np.bitwise_xor.reduce(x, axis=1))

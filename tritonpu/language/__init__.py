@@ -40,14 +40,14 @@ sort = _not_supported("sort")
 
 
 def __getattr__(name):
-    """``tl.rand`` & co. (``random.py``) and ``tl.swizzle2d`` (``standard.py``) are @jit functions,
-    imported on first use (the jit runtime imports this package)."""
+    """``tl.rand`` & co. (``random.py``), ``tl.swizzle2d`` and ``tl.xor_sum`` (``standard.py``) are
+    @jit functions, imported on first use (the jit runtime imports this package)."""
     if name in ("rand", "rand4x", "randn", "randn4x", "randint", "randint4x", "philox", "pair_uniform_to_normal",
                 "uint_to_uniform_float", "random"):
         import importlib
         _random = importlib.import_module("tritonpu.language.random")
         return _random if name == "random" else getattr(_random, name)
-    if name == "swizzle2d":
+    if name in ("swizzle2d", "xor_sum"):
         import importlib
-        return importlib.import_module("tritonpu.language.standard").swizzle2d
+        return getattr(importlib.import_module("tritonpu.language.standard"), name)
     raise AttributeError(f"module 'tritonpu.language' has no attribute {name!r}")
