@@ -1,6 +1,8 @@
-"""``tl.reduce`` with a ``@jit`` combine function (tritonpu/frontend/combine.py), on every backend:
-one tensor or a tuple reduced together (argmax with Triton-style tie-breaking on the index), along
-either axis of a 2-D block or over all elements, ``keep_dims``; errors name the kernel's line."""
+"""``tl.reduce`` and ``tl.associative_scan`` with a ``@jit`` combine function
+(tritonpu/frontend/combine.py), on every backend: one tensor or a tuple (argmax with Triton-style
+tie-breaking on the index; a running (sum, count)), along either axis of a 2-D block or over all
+elements, ``keep_dims``, reverse scans, a non-commutative combine seeing its operands in element
+order; errors name the kernel's line."""
 import numpy as np
 import pytest
 
@@ -92,3 +94,57 @@ def test_reduce_errors_name_the_line():
     assert "test_reduce_combine.py" in str(e.value)
     with pytest.raises(CompilationError, match="returns 2 values for 1 inputs"):
         _wrong_arity[(1,)](np.zeros(16, np.float32), N=16)
+
+
+@tritonpu.jit
+def _left_unless_zero(a, b):            # associative, not commutative
+    return tl.where(a != 0, a, b)
+
+
+@tritonpu.jit
+def _sum_count(s0, c0, s1, c1):
+    return s0 + s1, c0 + c1
+
+
+@tritonpu.jit
+def _scan_kernel(x_ptr, f_ptr, r_ptr, z_ptr, c_ptr, M: tl.constexpr, N: tl.constexpr, AXIS: tl.constexpr):
+    offs = tl.arange(0, M)[:, None] * N + tl.arange(0, N)[None, :]
+    x = tl.load(x_ptr + offs)
+    tl.store(f_ptr + offs, tl.associative_scan(x, AXIS, _add))
+    tl.store(r_ptr + offs, tl.associative_scan(x, AXIS, _add, reverse=True))
+    tl.store(z_ptr + offs, tl.associative_scan(x, AXIS, _left_unless_zero))
+    _, count = tl.associative_scan((x, (x > 0).to(tl.int32)), AXIS, _sum_count)
+    tl.store(c_ptr + offs, count)
+
+
+def _left_unless_zero_ref(x, axis):
+    out = np.moveaxis(x.copy(), axis, -1)
+    for idx in np.ndindex(out.shape[:-1]):
+        acc = out[idx][0]
+        for j in range(out.shape[-1]):
+            acc = acc if acc != 0 else out[idx][j]
+            out[idx][j] = acc
+    return np.moveaxis(out, -1, axis)
+
+
+@pytest.mark.parametrize("axis", [0, 1])
+@pytest.mark.parametrize("backend", ["npu", "ref", "cpu"])
+def test_associative_scan_with_a_combine_function(axis, backend):
+    x = np.random.default_rng(axis + 10).integers(-1, 2, (8, 16)).astype(np.int32)     # many zeros
+    f, r, z, c = (np.zeros_like(x) for _ in range(4))
+    _scan_kernel[(1,)](x, f, r, z, c, M=8, N=16, AXIS=axis, backend=backend)
+    np.testing.assert_array_equal(f, np.cumsum(x, axis))
+    np.testing.assert_array_equal(r, np.flip(np.cumsum(np.flip(x, axis), axis), axis))
+    np.testing.assert_array_equal(z, _left_unless_zero_ref(x, axis))
+    np.testing.assert_array_equal(c, np.cumsum(x > 0, axis))
+
+
+@tritonpu.jit
+def _scan_wrong_arity(x_ptr, N: tl.constexpr):
+    tl.store(x_ptr + tl.arange(0, N), tl.associative_scan(tl.load(x_ptr + tl.arange(0, N)), 0, _two_for_one))
+
+
+def test_associative_scan_errors_name_the_line():
+    with pytest.raises(CompilationError, match="returns 2 values for 1 inputs") as e:
+        _scan_wrong_arity[(1,)](np.zeros(16, np.float32), N=16)
+    assert "test_reduce_combine.py" in str(e.value)

@@ -26,7 +26,7 @@ from tritonpu.language import semantic as S
 from tritonpu.language.core import SemanticError, tensor
 from tritonpu.frontend import combine as combine_op
 from tritonpu.frontend.control import ControlFlow, _contains_return, _is_number  # noqa: F401
-from tritonpu.language.functions import reduce as _tl_reduce
+from tritonpu.language.functions import associative_scan as _tl_scan, reduce as _tl_reduce
 
 _BINOPS = {
     ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
@@ -356,6 +356,8 @@ class CodeGenerator(ControlFlow, ast.NodeVisitor):
             return self.inline(node, fn, args, kwargs)
         if fn is _tl_reduce:
             return combine_op.reduce(lambda f, a: self._combine_call(node, f, a), *args, **kwargs)
+        if fn is _tl_scan:
+            return combine_op.associative_scan(lambda f, a: self._combine_call(node, f, a), *args, **kwargs)
         if tl.is_builtin(fn) or (hasattr(fn, "func") and tl.is_builtin(fn.func)):
             return fn(*args, **kwargs)
         if isinstance(fn, type) and issubclass(fn, tl._RangeBase):

@@ -5,7 +5,8 @@ from tritonpu.language.core import (ALL_DTYPES, SemanticError, block_type, bfloa
                                     range, static_range, tensor, uint8, uint16, uint32, uint64)
 from tritonpu.language.functions import (abs, arange, argmax, argmin, atomic_add, atomic_and, atomic_cas, atomic_max,
                                          atomic_min, atomic_or, atomic_xchg, atomic_xor, broadcast, broadcast_to,
-                                         cast, cat, cdiv, ceil, clamp, cos, cumprod, cumsum, interleave, join, reduce, split, debug_barrier, device_assert,
+                                         associative_scan, cast, cat, cdiv, ceil, clamp, cos, cumprod, cumsum,
+                                         interleave, join, reduce, split, debug_barrier, device_assert,
                                          device_print, div_rn, dot, erf, exp, exp2, expand_dims, fdiv, floor, fma,
                                          full, load, log, log2, max, max_constancy, max_contiguous, maximum, min,
                                          minimum, multiple_of, num_programs, permute, program_id, ravel, reshape,
@@ -35,7 +36,6 @@ def assume(cond):
     return None
 
 
-associative_scan = _not_supported("associative_scan")
 sort = _not_supported("sort")
 
 

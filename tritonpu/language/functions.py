@@ -333,6 +333,13 @@ def reduce(input, axis, combine_fn, keep_dims=False):
 
 
 @builtin
+def associative_scan(input, axis, combine_fn, reverse=False):
+    """Scan with a @jit ``combine_fn``; the frontend builds it (tritonpu/frontend/combine.py)."""
+    raise SemanticError("tl.associative_scan is built by the kernel compiler; call it inside a "
+                        "@tritonpu.jit function")
+
+
+@builtin
 def join(a, b):
     return M.join(a, b)
 
