@@ -1,7 +1,8 @@
-"""``tl.join`` / ``tl.split`` / ``tl.interleave`` (tritonpu/language/memory.py): bit-exact on every
-backend and dtype — -0.0, NaN and infinities included — made of selects and integer sums over the
-new last dimension of 2 (blocks of rank > 2 go through rows of 2, which the NPU's vector unit
-takes); a last dimension other than 2 is a compilation error."""
+"""``tl.join`` / ``tl.split`` / ``tl.interleave`` / ``tl.cat`` / ``tl.flip``
+(tritonpu/language/memory.py): bit-exact on every backend and dtype — -0.0, NaN and infinities
+included — made of selects and integer sums over a new last dimension of 2 (blocks of rank > 2 go
+through rows of 2, which the NPU's vector unit takes); a last dimension other than 2 is a
+compilation error."""
 import ml_dtypes
 import numpy as np
 import pytest
@@ -104,3 +105,26 @@ def _cat_ordered(x_ptr, N: tl.constexpr):
 def test_cat_without_can_reorder_is_an_error_as_in_triton():
     with pytest.raises(CompilationError, match="may reorder elements; pass can_reorder=True"):
         _cat_ordered[(1,)](np.zeros(32, np.float32), N=16)
+
+
+@tritonpu.jit
+def _flips(x_ptr, last_ptr, first_ptr, row_ptr, M: tl.constexpr, N: tl.constexpr):
+    offs = tl.arange(0, M)[:, None] * N + tl.arange(0, N)[None, :]
+    x = tl.load(x_ptr + offs)
+    tl.store(last_ptr + offs, tl.flip(x))                  # dim=None: the last dimension
+    tl.store(first_ptr + offs, tl.flip(x, 0))
+    tl.store(row_ptr + tl.arange(0, N), tl.load(x_ptr + tl.arange(0, N)).flip())
+
+
+@pytest.mark.parametrize("dt", ["f32", "f16", "i32", "i8"])
+@pytest.mark.parametrize("backend", ["npu", "ref", "cpu"])
+def test_flip_is_exact_along_either_dimension(dt, backend):
+    npdt = {"f32": np.float32, "f16": np.float16, "i32": np.int32, "i8": np.int8}[dt]
+    x = (np.random.default_rng(6).standard_normal((8, 32)) * 10).astype(npdt)
+    if dt.startswith("f"):
+        x[0, 0], x[1, 1], x[2, 2] = -0.0, np.nan, -np.inf
+    last, first, row = np.zeros_like(x), np.zeros_like(x), np.zeros(32, npdt)
+    _flips[(1,)](x, last, first, row, M=8, N=32, backend=backend)
+    assert last.tobytes() == np.flip(x, 1).tobytes()
+    assert first.tobytes() == np.flip(x, 0).tobytes()
+    assert row.tobytes() == np.flip(x[0]).tobytes()

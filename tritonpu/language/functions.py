@@ -355,6 +355,11 @@ def interleave(a, b):
 
 
 @builtin
+def flip(x, dim=None):
+    return M.flip(x, dim)
+
+
+@builtin
 def cat(input, other, can_reorder=False):
     return M.cat(input, other, can_reorder)
 
@@ -424,5 +429,5 @@ TENSOR_METHODS = {
     name: globals()[name]
     for name in ("exp", "exp2", "log", "log2", "sqrt", "rsqrt", "sin", "cos", "floor", "ceil", "erf", "abs",
                  "sigmoid", "softmax", "reshape", "view", "trans", "permute", "broadcast_to", "expand_dims",
-                 "ravel", "sum", "max", "min", "argmax", "argmin", "cumsum", "cumprod", "cast", "split")
+                 "ravel", "sum", "max", "min", "argmax", "argmin", "cumsum", "cumprod", "cast", "split", "flip")
 }
