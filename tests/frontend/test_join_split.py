@@ -1,5 +1,5 @@
-"""``tl.join`` / ``tl.split`` / ``tl.interleave`` / ``tl.cat`` / ``tl.flip``
-(tritonpu/language/memory.py): bit-exact on every backend and dtype — -0.0, NaN and infinities
+"""``tl.join`` / ``tl.split`` / ``tl.interleave`` / ``tl.cat`` / ``tl.flip`` / ``tl.sort``
+(tritonpu/language/memory.py, reorder.py): bit-exact on every backend and dtype — -0.0, NaN and infinities
 included — made of selects and integer sums over a new last dimension of 2 (blocks of rank > 2 go
 through rows of 2, which the NPU's vector unit takes); a last dimension other than 2 is a
 compilation error."""
@@ -128,3 +128,27 @@ def test_flip_is_exact_along_either_dimension(dt, backend):
     assert last.tobytes() == np.flip(x, 1).tobytes()
     assert first.tobytes() == np.flip(x, 0).tobytes()
     assert row.tobytes() == np.flip(x[0]).tobytes()
+
+
+@tritonpu.jit
+def _sorts(x_ptr, up_ptr, down_ptr, cols_ptr, M: tl.constexpr, N: tl.constexpr):
+    offs = tl.arange(0, M)[:, None] * N + tl.arange(0, N)[None, :]
+    x = tl.load(x_ptr + offs)
+    tl.store(up_ptr + offs, tl.sort(x))
+    tl.store(down_ptr + offs, x.sort(descending=True))
+    tl.store(cols_ptr + offs, tl.sort(x, 0))
+
+
+@pytest.mark.parametrize("dt", ["f32", "f16", "i32", "u8"])
+@pytest.mark.parametrize("backend", ["npu", "ref", "cpu"])
+def test_sort(dt, backend):
+    npdt = {"f32": np.float32, "f16": np.float16, "i32": np.int32, "u8": np.uint8}[dt]
+    rng = np.random.default_rng(8)
+    x = (rng.standard_normal((8, 32)) * 10).astype(npdt) if dt.startswith("f") else \
+        rng.integers(0, 200 if dt == "u8" else 1000, (8, 32)).astype(npdt)
+    up, down, cols = (np.zeros_like(x) for _ in range(3))
+    _sorts[(1,)](x, up, down, cols, M=8, N=32, backend=backend)
+    np.testing.assert_array_equal(up, np.sort(x, axis=1))
+    np.testing.assert_array_equal(down, np.sort(x, axis=1)[:, ::-1])
+    np.testing.assert_array_equal(cols, np.sort(x, axis=0))
+

@@ -6,7 +6,7 @@ from tritonpu.language.core import (ALL_DTYPES, SemanticError, block_type, bfloa
 from tritonpu.language.functions import (abs, arange, argmax, argmin, atomic_add, atomic_and, atomic_cas, atomic_max,
                                          atomic_min, atomic_or, atomic_xchg, atomic_xor, broadcast, broadcast_to,
                                          associative_scan, cast, cat, cdiv, ceil, clamp, cos, cumprod, cumsum,
-                                         flip, interleave, join, reduce, split, debug_barrier, device_assert,
+                                         flip, interleave, join, reduce, sort, split, debug_barrier, device_assert,
                                          device_print, div_rn, dot, erf, exp, exp2, expand_dims, fdiv, floor, fma,
                                          full, load, log, log2, max, max_constancy, max_contiguous, maximum, min,
                                          minimum, multiple_of, num_programs, permute, program_id, ravel, reshape,
@@ -36,7 +36,6 @@ def assume(cond):
     return None
 
 
-sort = _not_supported("sort")
 
 
 def __getattr__(name):

@@ -360,6 +360,12 @@ def flip(x, dim=None):
 
 
 @builtin
+def sort(x, dim=None, descending=False):
+    from tritonpu.language import reorder
+    return reorder.sort(x, dim, descending)
+
+
+@builtin
 def cat(input, other, can_reorder=False):
     return M.cat(input, other, can_reorder)
 
@@ -429,5 +435,5 @@ TENSOR_METHODS = {
     name: globals()[name]
     for name in ("exp", "exp2", "log", "log2", "sqrt", "rsqrt", "sin", "cos", "floor", "ceil", "erf", "abs",
                  "sigmoid", "softmax", "reshape", "view", "trans", "permute", "broadcast_to", "expand_dims",
-                 "ravel", "sum", "max", "min", "argmax", "argmin", "cumsum", "cumprod", "cast", "split", "flip")
+                 "ravel", "sum", "max", "min", "argmax", "argmin", "cumsum", "cumprod", "cast", "split", "flip", "sort")
 }
