@@ -1,5 +1,5 @@
 """Triton's standard helpers: ``tl.swizzle2d`` (Triton's documented example and a ragged last band,
-on every backend), ``tl.xor_sum``, ``tl.assume`` (a hint: no effect) and
+on every backend), ``tl.xor_sum``, ``tl.histogram``, ``tl.assume`` (a hint: no effect) and
 ``tl.TRITON_MAX_TENSOR_NUMEL``."""
 import numpy as np
 import pytest
@@ -59,3 +59,23 @@ def test_xor_sum(backend):
     _xor_sums[(1,)](x, every, rows, M=8, N=16, backend=backend)
     assert every[0] == np.bitwise_xor.reduce(x.ravel())
     np.testing.assert_array_equal(rows, np.bitwise_xor.reduce(x, axis=1))
+
+
+@tritonpu.jit
+def _histograms(x_ptr, h_ptr, m_ptr, N: tl.constexpr, B: tl.constexpr):
+    x = tl.load(x_ptr + tl.arange(0, N))
+    tl.store(h_ptr + tl.arange(0, B), tl.histogram(x, B))
+    tl.store(m_ptr + tl.arange(0, B), x.histogram(B, mask=tl.arange(0, N) < N // 2))
+
+
+@pytest.mark.parametrize("backend", ["npu", "ref", "cpu"])
+def test_histogram(backend):
+    # bins of width 1 from 0; values outside [0, B) are not counted; masked-off lanes are left out
+    x = np.random.default_rng(11).integers(-2, 20, 256).astype(np.int32)
+    h, m = np.zeros(16, np.int32), np.zeros(16, np.int32)
+    _histograms[(1,)](x, h, m, N=256, B=16, backend=backend)
+
+    def counts(v):
+        return np.bincount(v[(v >= 0) & (v < 16)], minlength=16)[:16]
+    np.testing.assert_array_equal(h, counts(x))
+    np.testing.assert_array_equal(m, counts(x[:128]))

@@ -360,6 +360,11 @@ def flip(x, dim=None):
 
 
 @builtin
+def histogram(input, num_bins, mask=None):
+    return M.histogram(input, num_bins, mask)
+
+
+@builtin
 def sort(x, dim=None, descending=False):
     from tritonpu.language import reorder
     return reorder.sort(x, dim, descending)
@@ -435,5 +440,5 @@ TENSOR_METHODS = {
     name: globals()[name]
     for name in ("exp", "exp2", "log", "log2", "sqrt", "rsqrt", "sin", "cos", "floor", "ceil", "erf", "abs",
                  "sigmoid", "softmax", "reshape", "view", "trans", "permute", "broadcast_to", "expand_dims",
-                 "ravel", "sum", "max", "min", "argmax", "argmin", "cumsum", "cumprod", "cast", "split", "flip", "sort")
+                 "ravel", "sum", "max", "min", "argmax", "argmin", "cumsum", "cumprod", "cast", "split", "flip", "sort", "histogram")
 }

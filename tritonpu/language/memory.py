@@ -240,6 +240,21 @@ def cat(a, b, can_reorder=False) -> tensor:
     return reshape(both, [2 * a.shape[0]] + a.shape[1:])
 
 
+def histogram(x, num_bins, mask=None) -> tensor:
+    """int32 counts of the values 0 .. num_bins - 1 in the 1-D integer block ``x`` (bins of width 1
+    from 0; values outside are not counted; lanes where ``mask`` is false are left out): one
+    (N, num_bins) comparison summed over N."""
+    x = to_tensor(x)
+    num_bins = int(tl._unwrap(num_bins))
+    if len(x.shape) != 1 or not x.dtype.is_int():
+        raise SemanticError(f"tl.histogram needs a 1-D block of integers, got {x.type}")
+    hit = compare(expand_dims(x, 1), expand_dims(arange(0, num_bins), 0), "eq")     # (N, bins)
+    if tl._unwrap(mask) is not None:
+        from tritonpu.language.semantic import logical_and
+        hit = logical_and(hit, expand_dims(to_tensor(mask), 1))
+    return reduce_sum(cast(hit, tl.int32), 0)
+
+
 def flip(x, dim=None) -> tensor:
     """``x`` reversed along ``dim`` (the last dimension for None), exactly: the odd elements
     reversed interleaved with the even ones reversed, both halves reversed together as the rows of
