@@ -356,7 +356,8 @@ def interleave(a, b):
 
 @builtin
 def flip(x, dim=None):
-    return M.flip(x, dim)
+    from tritonpu.language import reorder
+    return reorder.flip(x, dim)
 
 
 @builtin

@@ -255,37 +255,6 @@ def histogram(x, num_bins, mask=None) -> tensor:
     return reduce_sum(cast(hit, tl.int32), 0)
 
 
-def flip(x, dim=None) -> tensor:
-    """``x`` reversed along ``dim`` (the last dimension for None), exactly: the odd elements
-    reversed interleaved with the even ones reversed, both halves reversed together as the rows of
-    one block, log2(size) levels of splits, cats and interleaves (blocks of rank <= 2 throughout)."""
-    from tritonpu.language.semantic import permute
-    x = to_tensor(x)
-    if not x.shape:
-        raise SemanticError("tl.flip needs a block, got a scalar")
-    rank = len(x.shape)
-    d = rank - 1 if tl._unwrap(dim) is None else _canon_axis(tl._unwrap(dim), rank, "dim")
-    order = [i for i in range(rank) if i != d] + [d]
-    moved = permute(x, order) if d != rank - 1 else x
-    shape = moved.shape
-    n = shape[-1]
-
-    def rows_flipped(rows):                 # (B, n) -> each row reversed
-        b, m = rows.shape[0], rows.shape[1] // 2
-        if m == 0:
-            return rows
-        even, odd = split(reshape(rows, [b, m, 2]))
-        both = rows_flipped(cat(odd, even, can_reorder=True))          # (2B, m): odd rows, then even
-        pairs = permute(reshape(both, [2, b * m]), [1, 0])              # (B*m, 2)
-        rev_odd, rev_even = split(pairs)
-        return interleave(reshape(rev_odd, [b, m]), reshape(rev_even, [b, m]))
-
-    out = reshape(rows_flipped(reshape(moved, [moved.numel // n, n])), shape)
-    if d != rank - 1:
-        out = permute(out, [order.index(i) for i in range(rank)])
-    return out
-
-
 def interleave(a, b) -> tensor:
     """a and b interleaved along their last dimension: ``join`` then merge the last two."""
     j = join(a, b)
