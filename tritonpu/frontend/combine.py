@@ -24,47 +24,62 @@ from tritonpu.language import semantic as S
 from tritonpu.language.core import SemanticError, tensor
 
 
-def reduce(inline, inputs, axis, combine_fn, keep_dims=False):
-    """``inline(fn, args)`` inlines the @jit ``fn`` and returns its result."""
+def _blocks(inputs, what):
+    """(single, blocks): one tensor or a tuple of tensors of one shape."""
     single = isinstance(inputs, tensor)
     xs = [S.to_tensor(x) for x in ([inputs] if single else list(inputs))]
     if not xs or any(x.shape != xs[0].shape for x in xs):
-        raise SemanticError("tl.reduce needs one tensor or a tuple of tensors of one shape")
-    axis, keep_dims = tl._unwrap(axis), bool(tl._unwrap(keep_dims))
-    shape0 = xs[0].shape
-    if axis is None:
-        xs = [S.reshape(x, [x.numel]) for x in xs]
-        ax = 0
-    else:
-        if not shape0:
-            raise SemanticError("tl.reduce of a scalar needs axis=None")
-        ax = S._canon_axis(axis, len(shape0))
-    rank = len(xs[0].shape)
-    if ax != rank - 1:                                      # the reduced axis last
-        order = [d for d in range(rank) if d != ax] + [ax]
-        xs = [S.permute(x, order) for x in xs]
-    while xs[0].shape[-1] > 1:
-        n = xs[0].shape[-1]
-        halves = [M.split(S.reshape(x, x.shape[:-1] + [n // 2, 2])) for x in xs]
-        out = inline(combine_fn, [h[0] for h in halves] + [h[1] for h in halves])
+        raise SemanticError(f"tl.{what} needs one tensor or a tuple of tensors of one shape")
+    return single, xs
+
+
+def _combiner(inline, combine_fn, n, what):
+    """(left blocks, right blocks) -> the blocks ``combine_fn(*left, *right)`` returns (n of them)."""
+    def combine(left, right):
+        out = inline(combine_fn, list(left) + list(right))
         out = list(out) if isinstance(out, (tuple, list)) else [out]
-        if len(out) != len(xs):
-            raise SemanticError(f"the combine function of tl.reduce returns {len(out)} values for "
-                                f"{len(xs)} inputs")
-        xs = [S.to_tensor(o) for o in out]
-    xs = [S.reshape(x, x.shape[:-1]) if len(x.shape) > 1 else S.reshape(x, []) for x in xs]
-    if keep_dims:
-        if axis is None:
-            xs = [S.reshape(x, [1] * len(shape0)) for x in xs]
-        else:
-            xs = [S.expand_dims(x, ax) for x in xs]
-    return xs[0] if single else tuple(xs)
+        if len(out) != n:
+            raise SemanticError(f"the combine function of tl.{what} returns {len(out)} values for "
+                                f"{n} inputs")
+        return [S.to_tensor(o) for o in out]
+    return combine
+
+
+def _last(xs, ax):
+    """The blocks with axis ``ax`` moved last, and the order that moves it back (None: in place)."""
+    rank = len(xs[0].shape)
+    if ax == rank - 1:
+        return xs, None
+    order = [d for d in range(rank) if d != ax] + [ax]
+    return [S.permute(x, order) for x in xs], [order.index(d) for d in range(rank)]
 
 
 def _pairs(xs):
-    """Each block's (even, odd) elements along the last axis."""
+    """Each block's (even, odd) elements along the last axis, as two lists."""
     n = xs[0].shape[-1]
-    return [M.split(S.reshape(x, x.shape[:-1] + [n // 2, 2])) for x in xs]
+    halves = [M.split(S.reshape(x, x.shape[:-1] + [n // 2, 2])) for x in xs]
+    return [h[0] for h in halves], [h[1] for h in halves]
+
+
+def reduce(inline, inputs, axis, combine_fn, keep_dims=False):
+    """``inline(fn, args)`` inlines the @jit ``fn`` and returns its result."""
+    single, xs = _blocks(inputs, "reduce")
+    axis, keep_dims = tl._unwrap(axis), bool(tl._unwrap(keep_dims))
+    shape0 = xs[0].shape
+    if axis is None:
+        xs, ax = [S.reshape(x, [x.numel]) for x in xs], 0
+    elif not shape0:
+        raise SemanticError("tl.reduce of a scalar needs axis=None")
+    else:
+        ax = S._canon_axis(axis, len(shape0))
+    xs, _ = _last(xs, ax)
+    combine = _combiner(inline, combine_fn, len(xs), "reduce")
+    while xs[0].shape[-1] > 1:
+        xs = combine(*_pairs(xs))
+    xs = [S.reshape(x, x.shape[:-1]) for x in xs]
+    if keep_dims:
+        xs = [S.reshape(x, [1] * len(shape0)) if axis is None else S.expand_dims(x, ax) for x in xs]
+    return xs[0] if single else tuple(xs)
 
 
 def _shift(x, left):
@@ -80,30 +95,17 @@ def _shift(x, left):
 
 
 def associative_scan(inline, inputs, axis, combine_fn, reverse=False):
-    single = isinstance(inputs, tensor)
-    xs = [S.to_tensor(x) for x in ([inputs] if single else list(inputs))]
-    if not xs or any(x.shape != xs[0].shape for x in xs) or not xs[0].shape:
-        raise SemanticError("tl.associative_scan needs one block or a tuple of blocks of one shape")
-    rank = len(xs[0].shape)
-    ax = S._canon_axis(tl._unwrap(axis), rank)
-    order = [d for d in range(rank) if d != ax] + [ax]
-    if ax != rank - 1:
-        xs = [S.permute(x, order) for x in xs]
-
-    def combine(left, right):
-        out = inline(combine_fn, list(left) + list(right))
-        out = list(out) if isinstance(out, (tuple, list)) else [out]
-        if len(out) != len(xs):
-            raise SemanticError(f"the combine function of tl.associative_scan returns {len(out)} values "
-                                f"for {len(xs)} inputs")
-        return [S.to_tensor(o) for o in out]
+    single, xs = _blocks(inputs, "associative_scan")
+    if not xs[0].shape:
+        raise SemanticError("tl.associative_scan needs a block, got a scalar")
+    xs, back = _last(xs, S._canon_axis(tl._unwrap(axis), len(xs[0].shape)))
+    combine = _combiner(inline, combine_fn, len(xs), "associative_scan")
 
     def scan(ys):
         n = ys[0].shape[-1]
         if n == 1:
             return ys
-        halves = _pairs(ys)
-        even, odd = [h[0] for h in halves], [h[1] for h in halves]
+        even, odd = _pairs(ys)
         sums = scan(combine(even, odd))         # forward: x0..x(2j+1); reverse: x(2j)..x(n-1)
         pos = S.arange(0, n // 2)
         if not reverse:                         # even 2j: (x0..x(2j-1)) then x(2j); 2j = 0: x0
@@ -117,7 +119,6 @@ def associative_scan(inline, inputs, axis, combine_fn, reverse=False):
         return [M.interleave(e, o) for e, o in zip(sums, odds)]
 
     xs = scan(xs)
-    if ax != rank - 1:
-        back = [order.index(d) for d in range(rank)]
+    if back is not None:
         xs = [S.permute(x, back) for x in xs]
     return xs[0] if single else tuple(xs)

@@ -8,7 +8,7 @@ from tritonpu.ir import types as T
 from tritonpu.language import core as tl
 from tritonpu.language.core import SemanticError, tensor
 from tritonpu.language.semantic import (_op, arange, broadcast_pair, broadcast_to_shape, cast, compare, reshape,
-                                        expand_dims, to_tensor, where, _canon_axis)
+                                        expand_dims, logical_and, to_tensor, where, _canon_axis)
 
 
 # --------------------------------------------------------------------------------------------
@@ -250,7 +250,6 @@ def histogram(x, num_bins, mask=None) -> tensor:
         raise SemanticError(f"tl.histogram needs a 1-D block of integers, got {x.type}")
     hit = compare(expand_dims(x, 1), expand_dims(arange(0, num_bins), 0), "eq")     # (N, bins)
     if tl._unwrap(mask) is not None:
-        from tritonpu.language.semantic import logical_and
         hit = logical_and(hit, expand_dims(to_tensor(mask), 1))
     return reduce_sum(cast(hit, tl.int32), 0)
 
