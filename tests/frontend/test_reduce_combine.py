@@ -88,6 +88,45 @@ def _wrong_arity(x_ptr, N: tl.constexpr):
     tl.store(x_ptr, tl.reduce(tl.load(x_ptr + tl.arange(0, N)), 0, _two_for_one))
 
 
+@tritonpu.jit
+def _centered(x_ptr, y_ptr, s_ptr, N: tl.constexpr):
+    x = tl.load(x_ptr + tl.arange(0, N))
+    s = tl.reduce(x, 0, _add)                   # a scalar read again after other block work
+    y = x - s
+    tl.store(y_ptr + tl.arange(0, N), y + s * 2)
+    tl.store(s_ptr, s)
+
+
+@tritonpu.jit
+def _welford(m_a, v_a, n_a, m_b, v_b, n_b):
+    n = n_a + n_b
+    d = m_b - m_a
+    w = tl.where(n == 0, 0.0, n_b / tl.where(n == 0, 1.0, n))
+    return m_a + d * w, v_a + v_b + d * d * n_a * w, n
+
+
+@tritonpu.jit
+def _normalize(x_ptr, y_ptr, N: tl.constexpr):
+    x = tl.load(x_ptr + tl.arange(0, N))
+    mean, m2, n = tl.reduce((x, tl.zeros_like(x), tl.full((N,), 1.0, tl.float32)), 0, _welford)
+    tl.store(y_ptr + tl.arange(0, N), (x - mean) / tl.sqrt(m2 / n + 1e-5))
+
+
+@pytest.mark.parametrize("backend", ["npu", "ref", "cpu"])
+def test_a_full_reduction_stays_live_while_it_is_read(backend):
+    # regression: on the NPU the scalar viewed out of the last one-element tile was not live, so the
+    # next block op took its UB address and every later read of `s` saw that op's first element
+    x = np.arange(8, dtype=np.float32)
+    y, s = np.zeros(8, np.float32), np.zeros(1, np.float32)
+    _centered[(1,)](x, y, s, N=8, backend=backend)
+    np.testing.assert_array_equal(y, x + 28)
+    assert s[0] == 28
+    x = np.random.default_rng(3).standard_normal(64).astype(np.float32)
+    y = np.zeros_like(x)
+    _normalize[(1,)](x, y, N=64, backend=backend)
+    np.testing.assert_allclose(y, (x - x.mean()) / np.sqrt(x.var() + 1e-5), rtol=1e-4, atol=1e-5)
+
+
 def test_reduce_errors_name_the_line():
     with pytest.raises(CompilationError, match="must be a @tritonpu.jit function") as e:
         _bad_combine[(1,)](np.zeros(16, np.float32), N=16)

@@ -359,6 +359,8 @@ class Analysis:
                 yield res, UB
             elif op.name in VECTOR_SCALAR_OPS or op.name in ("load_tile", "gather_rows"):
                 yield res, UB
+            elif op.name in VIEW_OPS and h.get(id(op.operands[0])) == UB:
+                yield res, UB       # a one-element tile viewed as a scalar stays where it is
             elif op.opdef.kind in ("elementwise", "compare", "select", "cast") and \
                     any(h.get(id(v)) == UB for v in op.operands):
                 yield res, UB
