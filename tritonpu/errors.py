@@ -35,6 +35,11 @@ class CompilationError(TritonpuError):
         self.file, self.line, self.col = file, line, col
         super().__init__(format_location(file, line, col, message))
 
+    @classmethod
+    def at(cls, message: str, loc) -> "CompilationError":
+        """The error at an IR source location (``loc`` may be None: no location)."""
+        return cls(message, getattr(loc, "file", None), getattr(loc, "line", None), getattr(loc, "col", None))
+
 
 class LaunchError(TritonpuError):
     """A launch the runtime cannot perform: wrong arguments, grid, backend."""

@@ -194,8 +194,10 @@ def test_a_block_that_cannot_be_tiled_is_a_compilation_error_naming_it():
         too_big_sum_kernel[(1,)](x, x, BLOCK=1 << 16)
     text = str(info.value)
     assert "tensor<65536xf32>" in text and "262144 bytes" in text and "Unified Buffer (196608 bytes)" in text
-    assert "'reduce' at line" in text and "does not work element by element" in text
+    assert "the reduction at line 188 needs its whole block on chip" in text
     assert "x = tl.load(x_ptr + offs)" in text
+    src, caret = text.splitlines()[-2:]
+    assert caret.index("^") == src.index("tl.load")           # the column of the op, not column 1
 
 
 def test_cli_prints_passes_isa_and_profile():

@@ -105,6 +105,31 @@ def test_tutorial_fused_softmax(rows, cols):
     assert 'double_buffer = "on"' in h.asm["double-buffer"]
 
 
+def test_tutorial_softmax_sizes_its_grid_from_the_warmed_kernel():
+    # the tutorial's occupancy code: warmup, _init_handles, n_regs, metadata.shared, then a launch of
+    # the warmed kernel with the runtime arguments only (older tutorial) or with the constexprs too
+    props = triton.runtime.driver.active.utils.get_device_properties(0)
+    rows, cols = 300, 781
+    x = np.random.default_rng(1).standard_normal((rows, cols)).astype(np.float32)
+    y = np.zeros_like(x)
+    block, num_warps = triton.next_power_of_2(cols), 8
+    kernel = softmax_kernel.warmup(y, x, cols, cols, rows, cols, BLOCK_SIZE=block, num_stages=2,
+                                   num_warps=num_warps, grid=(1,))
+    kernel._init_handles()
+    occupancy = props["max_num_regs"] // (kernel.n_regs * props["warpSize"] * num_warps)
+    assert 0 < kernel.metadata.shared <= props["max_shared_mem"]
+    occupancy = min(occupancy, props["max_shared_mem"] // kernel.metadata.shared)
+    assert occupancy == 1                         # one program at a time per AI core
+    programs = min(props["multiprocessor_count"] * occupancy, rows)
+    e = np.exp(x - x.max(1, keepdims=True))
+    h = kernel[(programs, 1, 1)](y, x, cols, cols, rows, cols)
+    np.testing.assert_allclose(y, e / e.sum(1, keepdims=True), rtol=1e-5, atol=1e-6)
+    assert h.grid == (programs, 1, 1) and h.stats.programs == programs
+    y[:] = 0
+    kernel[(programs, 1, 1)](y, x, cols, cols, rows, cols, block, 2)
+    np.testing.assert_allclose(y, e / e.sum(1, keepdims=True), rtol=1e-5, atol=1e-6)
+
+
 @triton.jit
 def _layer_norm_fwd_fused(X, Y, W, B, Mean, Rstd, stride, N, eps, BLOCK_SIZE: tl.constexpr):
     row = tl.program_id(0)

@@ -78,3 +78,30 @@ def bp_bad(x_ptr, BM: tl.constexpr):
 def test_a_bad_boundary_dimension_is_a_compilation_error():
     with pytest.raises(triton.CompilationError, match="boundary_check dimension 1 out of range for a rank-1 block"):
         bp_bad[(1,)](np.zeros(16, np.float32), BM=16)
+
+
+@triton.jit
+def _offsets_of(x, offs_n: tl.constexpr):
+    # the fused-attention tutorial passes tl.arange blocks to parameters annotated tl.constexpr
+    return x + offs_n[None, :]
+
+
+@triton.jit
+def bp_row_sums(x_ptr, out_ptr, M, N, BM: tl.constexpr, BN: tl.constexpr):
+    bp = tl.make_block_ptr(x_ptr, (M, N), (N, 1), (tl.program_id(0) * BM, 0), (BM, BN), (1, 0))
+    acc = tl.zeros((BM, BN), tl.float32)
+    for _ in range(0, N, BN):
+        acc += tl.load(bp, boundary_check=(0, 1))
+        bp = bp.advance((0, BN))                  # Triton's member form of tl.advance
+    acc = _offsets_of(acc, tl.arange(0, BN))
+    rows = tl.program_id(0) * BM + tl.arange(0, BM)
+    tl.store(out_ptr + rows, tl.sum(acc, axis=1), mask=rows < M)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_member_advance_and_constexpr_annotated_helper_arguments(backend):
+    M, N, BM, BN = 40, 100, 16, 32
+    x = np.random.default_rng(2).standard_normal((M, N)).astype(np.float32)
+    out = np.zeros(M, np.float32)
+    bp_row_sums[(triton.cdiv(M, BM),)](x, out, M, N, BM=BM, BN=BN, backend=backend)
+    np.testing.assert_allclose(out, x.sum(1) + np.arange(BN).sum(), rtol=1e-5, atol=1e-4)

@@ -180,12 +180,13 @@ def k_store_non_ptr(x_ptr, n):
 
 @tritonpu.jit
 def _needs_constexpr(x, K: tl.constexpr):
-    return x * K
+    # as in Triton, the annotation does not reject a runtime value: the use that needs a constant does
+    return x + tl.arange(0, K)  # E:constexpr_arg
 
 
 @tritonpu.jit
 def k_constexpr_arg(x_ptr, n):
-    tl.store(x_ptr, _needs_constexpr(1.0, n))  # E:constexpr_arg
+    tl.store(x_ptr + tl.arange(0, 4), _needs_constexpr(1.0, n))
 
 
 @tritonpu.jit
@@ -280,7 +281,7 @@ CASES = {
     "attr": (k_attr, (F32,), {}, "tensor has no attribute `nonexistent`"),
     "store_non_ptr": (k_store_non_ptr, (F32, 3), {}, "tl.store needs a pointer or a block of pointers, got int32"),
     "constexpr_arg": (k_constexpr_arg, (F32, 3), {},
-                      "argument `K` of `_needs_constexpr` is tl.constexpr but got a runtime value"),
+                      "tl.arange needs constexpr integer bounds; got int and tensor"),
     "step_zero": (k_step_zero, (F32, 3), {}, "range() step must not be zero"),
     "while_true": (k_while_true, (F32,), {},
                    "a while loop needs a runtime condition (a constant one never ends without break, which kernels "

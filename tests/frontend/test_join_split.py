@@ -152,3 +152,24 @@ def test_sort(dt, backend):
     np.testing.assert_array_equal(down, np.sort(x, axis=1)[:, ::-1])
     np.testing.assert_array_equal(cols, np.sort(x, axis=0))
 
+
+
+@tritonpu.jit
+def _sort_rows(x_ptr, y_ptr, N: tl.constexpr):
+    offs = tl.program_id(0) * N + tl.arange(0, N)
+    tl.store(y_ptr + offs, tl.sort(tl.load(x_ptr + offs), descending=True))
+
+
+def test_a_sort_that_fits_only_without_double_buffering_compiles_without_it():
+    # a 512-element fp32 row fits UB with the sort's temporaries, but not next to a second buffer for
+    # the prefetched row: the kernel compiles without double buffering and says so in its notes
+    x = np.random.default_rng(5).standard_normal((4, 512)).astype(np.float32)
+    y = np.zeros_like(x)
+    h = _sort_rows[(4,)](x, y, N=512)
+    np.testing.assert_array_equal(y, np.sort(x, axis=1)[:, ::-1])
+    assert any(n.startswith("double buffering left out: the kernel needs") for n in h.stats.notes)
+    assert "double-buffer" not in h.asm
+    with pytest.raises(CompilationError) as e:          # 1024 does not fit either way
+        _sort_rows[(4,)](np.zeros((4, 1024), np.float32), np.zeros((4, 1024), np.float32), N=1024)
+    assert "Unified Buffer (with temporaries)" in str(e.value)
+    assert str(e.value).splitlines()[-1].index("^") == str(e.value).splitlines()[-2].index("tl.sort")

@@ -115,8 +115,7 @@ class Emitter(ScalarEmitter, VectorEmitter, MemoryEmitter, CubeEmitter):
     # ---- diagnostics ----------------------------------------------------------------------------------
     def fail(self, msg: str, op=None):
         op = op or self.op
-        loc = getattr(op, "loc", None)
-        raise CompilationError(msg, getattr(loc, "file", None), getattr(loc, "line", None))
+        raise CompilationError.at(msg, getattr(op, "loc", None))
 
     # ---- output -------------------------------------------------------------------------------------
     def emit(self, text: str, pipe: str, reads=(), writes=(), comment="") -> Instr:

@@ -406,10 +406,10 @@ class CodeGenerator(ControlFlow, ast.NodeVisitor):
             raise self.error(node, f"bad call of `{jitfn.__name__}`: {e}") from None
         bound.apply_defaults()
         scope = {}
+        # As in Triton, a callee's tl.constexpr annotations bind nothing: what the caller passes is
+        # a constant or a runtime value by itself (the fused-attention tutorial passes tl.arange
+        # blocks to `offs_m: tl.constexpr`); a use that needs a constant says so where it is.
         for name, value in bound.arguments.items():
-            if name in jitfn.constexpr_names and isinstance(value, tensor):
-                raise self.error(node, f"argument `{name}` of `{jitfn.__name__}` is tl.constexpr but got a "
-                                       "runtime value")
             scope[name] = tl._unwrap(value)
         return generate_body(jitfn, self.builder, scope, self.call_stack + (jitfn,))
 

@@ -38,6 +38,11 @@ class block_ptr:
     def dtype(self):
         return self.base.dtype
 
+    @tl.builtin
+    def advance(self, offsets) -> "block_ptr":
+        """``ptr.advance(offsets)``: Triton's member form of :func:`advance`."""
+        return advance(self, offsets)
+
 
 def _scalars(values, what, dt) -> list:
     out = []

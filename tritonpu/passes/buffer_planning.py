@@ -44,10 +44,9 @@ def _first_fit(groups, align: int, cap: int, space: str, addr_of: dict) -> int:
                 where = v.owner.loc if v.owner is not None else None
                 name = f"`{v.name}`" if v.name else f"a {v.type} value"
                 full = {"ub": "Unified Buffer", "l1": "L1", "l0c": "L0C"}[space]
-                raise CompilationError(
+                raise CompilationError.at(
                     f"the kernel needs {peak} bytes of {full} at once but {space.upper()} holds {cap}: {name} "
-                    f"({v.type}) alone takes {live.bytes} bytes; use smaller blocks",
-                    getattr(where, "file", None), getattr(where, "line", None))
+                    f"({v.type}) alone takes {live.bytes} bytes; use smaller blocks", where)
     return peak
 
 
@@ -66,11 +65,9 @@ def _check_l1_carries(an: Analysis) -> None:
             g = an.group_of.get(id(arg))
             for v, what in ((init, "initial"), (y, "yielded")):
                 if an.group_of.get(id(v)) is not g:
-                    where = op.loc
-                    raise CompilationError(
+                    raise CompilationError.at(
                         f"the loop carries a {arg.type} dot operand in L1, but its {what} value cannot be "
-                        "built in the carried buffer (L1 has no copy path to itself)",
-                        getattr(where, "file", None), getattr(where, "line", None))
+                        "built in the carried buffer (L1 has no copy path to itself)", op.loc)
 
 
 def plan(fn, machine="ascend910b") -> tuple[Analysis, dict]:

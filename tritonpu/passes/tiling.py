@@ -46,19 +46,20 @@ def _too_big(fn, cap):
 
 
 def _fail(op, r, cap, why=""):
-    name = f"`{r.name}`" if r.name else f"the result of '{op.name}'"
-    raise CompilationError(
+    name = f"`{r.name}`" if r.name else f"a value computed here ('{op.name}' in the IR)"
+    raise CompilationError.at(
         f"{name} is a {r.type} block of {tile_bytes(r.type)} bytes, larger than the Unified Buffer ({cap} bytes)"
-        f"{why}; use a smaller block size", op.loc.file, op.loc.line)
+        f"{why}; use a smaller block size", op.loc)
 
 
 def _why_not(bad, nested) -> str:
     if bad:                     # (the first op that is not elementwise)
         op = bad[0]
-        hint = ("; a reduction or scan needs its whole block on chip: loop over the block in smaller "
-                "pieces and carry the partial results, as an online softmax does"
-                if op.name in ("reduce", "scan") else "")
-        return f" ('{op.name}' at line {op.loc.line} does not work element by element{hint})"
+        if op.name in ("reduce", "scan"):
+            what = "reduction" if op.name == "reduce" else "scan"
+            return (f" (the {what} at line {op.loc.line} needs its whole block on chip: loop over the block in "
+                    "smaller pieces and carry the partial results, as an online softmax does)")
+        return f" ('{op.name}' at line {op.loc.line} does not work element by element)"
     if nested:
         return " (blocks computed inside loops are not split)"
     return ""

@@ -63,6 +63,63 @@ class LaunchHandle:
         return self.kernel.name
 
 
+class WarmedKernel(LaunchHandle):
+    """What ``kernel.warmup(...)`` returns: the compiled kernel, as Triton's ``CompiledKernel``
+    offers it to scripts that size their grid from it (the fused-softmax tutorial).
+
+    ``warmed[grid](*args)`` launches it: positional arguments fill the kernel's parameters in
+    order, and the ones left out (the tutorial's trailing constexprs) keep their warmup values;
+    the warmup's options (``backend=``, ...) carry over.  ``metadata.shared`` is the Unified
+    Buffer bytes one program needs on the NPU (tiles and temporaries).  An AI core runs one
+    program at a time, so ``n_regs`` is the scalar register file's share per warp
+    (``max_num_regs // num_warps``): Triton's occupancy formula ``max_num_regs // (n_regs *
+    warpSize * num_warps)`` then gives 1.
+    """
+
+    def __init__(self, kernel, grid, backend, jitfn, bound, options):
+        super().__init__(kernel, grid, backend)
+        self._jit, self._bound, self._options = jitfn, bound, options
+        self._metadata = None
+
+    def _init_handles(self) -> None:
+        """Triton loads the binary onto the device here; nothing to load for the simulator."""
+
+    @property
+    def n_regs(self) -> int:
+        from tritonpu.runtime.device import SCALAR_REGISTERS
+        return max(1, SCALAR_REGISTERS // max(1, int(self._options.get("num_warps") or 4)))
+
+    n_spills = 0
+    n_max_threads = 1
+
+    @property
+    def metadata(self):
+        if self._metadata is None:
+            import types
+            self._metadata = types.SimpleNamespace(
+                name=self.kernel.name, shared=self._ub_bytes(), num_warps=self._options.get("num_warps", 4),
+                num_stages=self._options.get("num_stages", 3), num_ctas=1, backend=self.backend)
+        return self._metadata
+
+    def _ub_bytes(self) -> int:
+        if self.backend != "npu":
+            return 0
+        from tritonpu.codegen.pipeline import compile_npu
+        scalars = {p.name: tl._unwrap(self._bound[p.name]) for p in self.kernel.fn.args if not p.type.is_ptr}
+        art = compile_npu(self.kernel.asm["ir"], {**self._options, "scalars": scalars})
+        return art.ub_bytes
+
+    def __getitem__(self, grid):
+        def launch(*args, **kwargs):
+            names = list(self._jit.signature.parameters)
+            if len(args) > len(names):
+                raise LaunchError(f"`{self.kernel.name}` takes {len(names)} arguments, got {len(args)}")
+            given = {**dict(zip(names, args)), **kwargs}
+            merged = {n: given[n] if n in given else self._bound[n] for n in names}
+            return self._jit.run(**merged, **self._options, grid=grid)
+        return launch
+
+
 def _is_constexpr_annotation(ann) -> bool:
     if ann is tl.constexpr:
         return True
@@ -264,9 +321,9 @@ class JITFunction:
         backend = options.get("backend") or os.environ.get("TRITONPU_BACKEND") or DEFAULT_BACKEND
         if backend not in BACKENDS:
             raise LaunchError(f"unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}")
-        handle = LaunchHandle(kernel, grid, backend)
         if warmup:
-            return handle
+            return WarmedKernel(kernel, grid, backend, self, bound, options)
+        handle = LaunchHandle(kernel, grid, backend)
         arrays = [_as_array(v) if p.type.is_ptr else v for p, v in zip(kernel.fn.args, runtime)]
         for p, a in zip(kernel.fn.args, arrays):
             if p.type.is_ptr and not a.flags.c_contiguous:
