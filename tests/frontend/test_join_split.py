@@ -173,3 +173,48 @@ def test_a_sort_that_fits_only_without_double_buffering_compiles_without_it():
         _sort_rows[(4,)](np.zeros((4, 1024), np.float32), np.zeros((4, 1024), np.float32), N=1024)
     assert "Unified Buffer (with temporaries)" in str(e.value)
     assert str(e.value).splitlines()[-1].index("^") == str(e.value).splitlines()[-2].index("tl.sort")
+
+
+@tritonpu.jit
+def _gathers(s_ptr, i_ptr, o_ptr, v_ptr, j_ptr, w_ptr, M: tl.constexpr, N: tl.constexpr, MI: tl.constexpr,
+             NI: tl.constexpr, AXIS: tl.constexpr, L: tl.constexpr):
+    src = tl.load(s_ptr + tl.arange(0, M)[:, None] * N + tl.arange(0, N)[None, :])
+    idx = tl.load(i_ptr + tl.arange(0, MI)[:, None] * NI + tl.arange(0, NI)[None, :])
+    tl.store(o_ptr + tl.arange(0, MI)[:, None] * NI + tl.arange(0, NI)[None, :], tl.gather(src, idx, AXIS))
+    row = tl.load(v_ptr + tl.arange(0, N))                          # 1-D, a permutation of L picks
+    tl.store(w_ptr + tl.arange(0, L), row.gather(tl.load(j_ptr + tl.arange(0, L)), 0))
+
+
+@pytest.mark.parametrize("axis,shapes", [(0, (16, 32, 8, 32)), (1, (16, 32, 16, 64)), (1, (8, 16, 8, 4))])
+@pytest.mark.parametrize("dt", ["f32", "f16", "i32", "u8"])
+@pytest.mark.parametrize("backend", ["npu", "ref", "cpu"])
+def test_gather_matches_take_along_axis_bit_for_bit(axis, shapes, dt, backend):
+    M, N, MI, NI = shapes
+    npdt = {"f32": np.float32, "f16": np.float16, "i32": np.int32, "u8": np.uint8}[dt]
+    rng = np.random.default_rng(axis + M)
+    src = (rng.standard_normal((M, N)) * 50).astype(npdt)
+    if dt.startswith("f"):
+        src[0, 0], src[1, 1] = -0.0, np.nan                   # come through as they are
+    idx = rng.integers(0, M if axis == 0 else N, (MI, NI)).astype(np.int32)
+    idx[0, 0] = 0
+    out = np.zeros((MI, NI), npdt)
+    j = rng.integers(0, N, 8).astype(np.int64)
+    w = np.zeros(8, npdt)
+    _gathers[(1,)](src, idx, out, src[2].copy(), j, w, M=M, N=N, MI=MI, NI=NI, AXIS=axis, L=8, backend=backend)
+    bits = np.uint16 if dt == "f16" else (np.uint8 if dt == "u8" else np.uint32)
+    np.testing.assert_array_equal(out.view(bits), np.take_along_axis(src, idx, axis).view(bits))
+    np.testing.assert_array_equal(w.view(bits), src[2][j].view(bits))
+
+
+@tritonpu.jit
+def _bad_gather(s_ptr, o_ptr):
+    src = tl.load(s_ptr + tl.arange(0, 16)[:, None] * 8 + tl.arange(0, 8)[None, :])
+    idx = tl.zeros((4, 4), tl.int32)
+    tl.store(o_ptr + tl.arange(0, 4)[:, None] * 4 + tl.arange(0, 4)[None, :], tl.gather(src, idx, 0))
+
+
+def test_gather_shape_mismatch_is_a_compilation_error():
+    with pytest.raises(CompilationError) as e:
+        _bad_gather[(1,)](np.zeros(128, np.float32), np.zeros(16, np.float32), backend="ref")
+    assert "tl.gather: the index shape [4, 4] must match the source shape [16, 8] except along axis 0" in str(e.value)
+    assert "tl.gather(src, idx, 0)" in str(e.value)

@@ -6,7 +6,7 @@ from tritonpu.language.core import (ALL_DTYPES, SemanticError, block_type, bfloa
 from tritonpu.language.functions import (abs, arange, argmax, argmin, atomic_add, atomic_and, atomic_cas, atomic_max,
                                          atomic_min, atomic_or, atomic_xchg, atomic_xor, broadcast, broadcast_to,
                                          associative_scan, cast, cat, cdiv, ceil, clamp, cos, cumprod, cumsum,
-                                         flip, histogram, interleave, join, reduce, sort, split, debug_barrier,
+                                         flip, gather, histogram, interleave, join, reduce, sort, split, debug_barrier,
                                          device_assert,
                                          device_print, div_rn, dot, erf, exp, exp2, expand_dims, fdiv, floor, fma,
                                          full, load, log, log2, max, max_constancy, max_contiguous, maximum, min,

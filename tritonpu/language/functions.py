@@ -372,6 +372,12 @@ def sort(x, dim=None, descending=False):
 
 
 @builtin
+def gather(src, index, axis):
+    from tritonpu.language import reorder
+    return reorder.gather(src, index, axis)
+
+
+@builtin
 def cat(input, other, can_reorder=False):
     return M.cat(input, other, can_reorder)
 
@@ -441,5 +447,6 @@ TENSOR_METHODS = {
     name: globals()[name]
     for name in ("exp", "exp2", "log", "log2", "sqrt", "rsqrt", "sin", "cos", "floor", "ceil", "erf", "abs",
                  "sigmoid", "softmax", "reshape", "view", "trans", "permute", "broadcast_to", "expand_dims",
-                 "ravel", "sum", "max", "min", "argmax", "argmin", "cumsum", "cumprod", "cast", "split", "flip", "sort", "histogram")
+                 "ravel", "sum", "max", "min", "argmax", "argmin", "cumsum", "cumprod", "cast", "split", "flip", "sort", "histogram",
+                 "gather")
 }

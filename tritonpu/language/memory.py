@@ -208,6 +208,14 @@ def split(a) -> tuple:
     if len(a.shape) > 2:            # on rows of 2 (rank <= 2 blocks: what the NPU's vector unit takes)
         shape = a.shape[:-1]
         return tuple(reshape(h, shape) for h in split(reshape(a, [a.numel // 2, 2])))
+    pick = arange(0, 2)
+    return tuple(select_sum(a, compare(pick, k, "eq"), len(a.shape) - 1) for k in (0, 1))
+
+
+def select_sum(a: tensor, chosen: tensor, axis: int) -> tensor:
+    """The one element of ``a`` that ``chosen`` (broadcast against it) picks along ``axis``, bit for
+    bit: the sum over ``axis`` of ``a``'s bits as integers with the others zeroed (so -0.0 and NaNs
+    come through; none chosen gives 0)."""
     dt = a.dtype
     if dt.is_floating():
         bits = cast(a, _SAME_WIDTH_INT[dt.primitive_bitwidth], bitcast=True)
@@ -215,13 +223,8 @@ def split(a) -> tuple:
         bits = cast(a, tl.int8)
     else:
         bits = a
-    pick = arange(0, 2)
-    halves = []
-    for k in (0, 1):
-        v = reduce_sum(where(compare(pick, k, "eq"), bits, 0), len(a.shape) - 1)
-        v = cast(v, bits.dtype)
-        halves.append(cast(v, dt, bitcast=True) if dt.is_floating() else cast(v, dt))
-    return tuple(halves)
+    v = cast(reduce_sum(where(chosen, bits, 0), axis), bits.dtype)
+    return cast(v, dt, bitcast=True) if dt.is_floating() else cast(v, dt)
 
 
 def cat(a, b, can_reorder=False) -> tensor:

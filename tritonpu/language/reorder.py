@@ -1,4 +1,4 @@
-"""``tl.flip`` and ``tl.sort``: made of the exact reordering ops of :mod:`.memory` (``split``,
+"""``tl.flip``, ``tl.sort`` and ``tl.gather``: made of the exact reordering ops of :mod:`.memory` (``split``,
 ``join``, ``cat``, ``interleave``) and 2-D transposes, so they run on every backend (blocks of rank
 <= 3 throughout). Both work on the rows of a (B, n) view of the block with ``dim`` last.
 
@@ -8,14 +8,19 @@ log2(n) levels. ``sort`` returns the block sorted along ``dim`` (the last dimens
 size a power of two), ascending or ``descending``, by a bitonic network whose compare-exchanges
 swap a pair when it is out of order by ``>`` (NaNs compare false, so where they end up is
 unspecified, as in Triton). Equal elements are indistinguishable in the result (values only).
+``gather(src, index, axis)`` is Triton's: ``out[i][j] = src[index[i][j]][j]`` for axis 0 (and so on),
+``index`` shaped like ``src`` except along ``axis``; each element is picked exactly by an
+(index == position) comparison over ``src``'s extent along ``axis`` (so it needs index-size x
+that-extent elements on chip); an index outside ``[0, src.shape[axis])`` gives 0 (Triton leaves it
+undefined).
 """
 from __future__ import annotations
 
 from tritonpu.language import core as tl
 from tritonpu.language.core import SemanticError, tensor
-from tritonpu.language.memory import cat, interleave, join, split
-from tritonpu.language.semantic import (_canon_axis, arange, compare, floordiv, mod, mul, permute, reshape,
-                                        to_tensor, where)
+from tritonpu.language.memory import cat, interleave, join, select_sum, split
+from tritonpu.language.semantic import (_canon_axis, arange, compare, expand_dims, floordiv, mod, mul, permute,
+                                        reshape, to_tensor, where)
 
 
 def _halves(x2, t):
@@ -85,3 +90,40 @@ def _bitonic(rows, desc):
         s *= 2
     return rows
 
+
+
+def gather(src, index, axis) -> tensor:
+    src, index = to_tensor(src), to_tensor(index)
+    rank = len(src.shape)
+    if not rank or len(index.shape) != rank:
+        raise SemanticError(f"tl.gather needs a source block and an index block of one rank, got {src.type} "
+                            f"and {index.type}")
+    if not index.dtype.is_int():
+        raise SemanticError(f"tl.gather needs integer indices, got {index.dtype}")
+    d = _canon_axis(tl._unwrap(axis), rank, "axis")
+    if any(a != b for i, (a, b) in enumerate(zip(src.shape, index.shape)) if i != d):
+        raise SemanticError(f"tl.gather: the index shape {index.shape} must match the source shape "
+                            f"{src.shape} except along axis {d}")
+    order = [i for i in range(rank) if i != d] + [d]
+    moved_src = permute(src, order) if d != rank - 1 else src
+    moved_idx = permute(index, order) if d != rank - 1 else index
+    n, m = moved_src.shape[-1], moved_idx.shape[-1]
+    if m & (m - 1):
+        raise SemanticError(f"tl.gather needs a power-of-two index size along axis {d}, got {m}")
+    rows = moved_src.numel // n
+    # (rows * m, n): every output element's source row, and whether each of its positions is the index
+    # (rank 2 throughout: what the NPU's vector unit takes)
+    srcs = _repeat_rows(reshape(moved_src, [rows, n]), m)
+    hit = compare(reshape(moved_idx, [rows * m, 1]), expand_dims(arange(0, n), 0), "eq")
+    out = reshape(select_sum(srcs, hit, 1), moved_idx.shape)
+    return permute(out, [order.index(i) for i in range(rank)]) if d != rank - 1 else out
+
+
+def _repeat_rows(x, m):
+    """(R, n) -> (R * m, n), row q being x's row q // m (``m`` a power of two): columns of the
+    transpose interleaved with themselves, log2(m) times — exact and rank 2 throughout."""
+    t = permute(x, [1, 0])
+    while m > 1:
+        t = interleave(t, t)
+        m //= 2
+    return permute(t, [1, 0])
