@@ -239,3 +239,24 @@ def test_inner_loops_of_a_pipelined_program_loop_start_from_a_shared_l1_block(do
     _attention_no_softmax[(L // BLOCK,)](q, k, v, o, L=L, D=D, BLOCK=BLOCK, double_buffer=double_buffer)
     p = (q.astype(np.float32) @ k.astype(np.float32).T).astype(np.float16).astype(np.float32)
     np.testing.assert_allclose(o, p @ v.astype(np.float32), rtol=1e-3, atol=1e-2)
+
+
+@tritonpu.jit
+def _batched_dot(a_ptr, b_ptr, c_ptr, B: tl.constexpr, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr):
+    # rank-3 operands made by reshaping 2-D loads (rank-3 pointer blocks do not run on the NPU yet)
+    a = tl.load(a_ptr + tl.arange(0, B * M)[:, None] * K + tl.arange(0, K)[None, :]).reshape(B, M, K)
+    b = tl.load(b_ptr + tl.arange(0, B * K)[:, None] * N + tl.arange(0, N)[None, :]).reshape(B, K, N)
+    c = tl.dot(a, b)
+    c = tl.dot(a, b, acc=c)
+    tl.store(c_ptr + tl.arange(0, B * M)[:, None] * N + tl.arange(0, N)[None, :], c.reshape(B * M, N))
+
+
+@pytest.mark.parametrize("backend", ["npu", "ref", "cpu"])
+@pytest.mark.parametrize("B,M,N,K,dt", [(4, 16, 32, 16, np.float16), (2, 32, 16, 64, np.float32),
+                                         (1, 16, 16, 16, np.float32)])
+def test_batched_dot_is_one_dot_per_batch_entry(B, M, N, K, dt, backend):
+    rng = np.random.default_rng(B * M)
+    a, b = rng.standard_normal((B, M, K)).astype(dt), rng.standard_normal((B, K, N)).astype(dt)
+    c = np.zeros((B, M, N), np.float32)
+    _batched_dot[(1,)](a, b, c, B=B, M=M, N=N, K=K, backend=backend)
+    np.testing.assert_allclose(c, 2 * np.matmul(a.astype(np.float32), b.astype(np.float32)), rtol=1e-4, atol=1e-4)

@@ -271,8 +271,12 @@ def dot(a, b, acc=None, input_precision=None, allow_tf32=None, max_num_imprecise
         out_dtype=tl.float32) -> tensor:
     a, b = to_tensor(a), to_tensor(b)
     acc, out_dtype = tl._unwrap(acc), tl._unwrap(out_dtype)
+    if len(a.shape) == 3 and len(b.shape) == 3:
+        return _batched_dot(a, b, acc, dict(input_precision=input_precision, allow_tf32=allow_tf32,
+                                            out_dtype=out_dtype))
     if len(a.shape) != 2 or len(b.shape) != 2:
-        raise SemanticError(f"tl.dot needs 2-D operands, got shapes {a.shape} and {b.shape}")
+        raise SemanticError(f"tl.dot needs 2-D operands (or two 3-D ones, batched), got shapes {a.shape} "
+                            f"and {b.shape}")
     (m, k), (k2, n) = a.shape, b.shape
     if k != k2:
         raise SemanticError(f"tl.dot: inner dimensions differ: {a.shape} @ {b.shape}")
@@ -306,3 +310,27 @@ def dot(a, b, acc=None, input_precision=None, allow_tf32=None, max_num_imprecise
         operands.append(acc)
     attrs = {"input_precision": precision} if precision else {}
     return _op("dot", operands, res_ty, **attrs)
+
+
+def _batched_dot(a, b, acc, kw) -> tensor:
+    """``[B, M, K] @ [B, K, N]``: one 2-D dot per batch entry, each operand picked out exactly
+    (:func:`select_sum` over the batch) and the products put back in place with selects."""
+    nb = a.shape[0]
+    if b.shape[0] != nb:
+        raise SemanticError(f"tl.dot: batch dimensions differ: {a.shape} @ {b.shape}")
+    if acc is not None:
+        acc = to_tensor(acc)
+        if len(acc.shape) != 3 or acc.shape[0] != nb:
+            raise SemanticError(f"tl.dot: acc must have shape {[nb, a.shape[1], b.shape[2]]}, got {acc.shape}")
+    batch = expand_dims(arange(0, nb), 1)                                   # (B, 1)
+
+    def entry(x, i):
+        rows = reshape(x, [nb, x.numel // nb])
+        return reshape(select_sum(rows, compare(batch, i, "eq"), 0), x.shape[1:])
+
+    out = None
+    for i in range(nb):
+        c = dot(entry(a, i), entry(b, i), entry(acc, i) if acc is not None else None, **kw)
+        row = expand_dims(reshape(c, [c.numel]), 0)                         # (1, M*N)
+        out = broadcast_to_shape(row, [nb, c.numel]) if out is None else where(compare(batch, i, "eq"), row, out)
+    return reshape(out, [nb] + c.shape)
