@@ -41,6 +41,26 @@ class MemoryEmitter:
         return isinstance(h, Imm) and int(h.value) == n
 
     # ---- structured tiles --------------------------------------------------------------------------
+    def slices(self, t: Tile, base, S, V, each) -> None:
+        """A rank-3 transfer as one rank-2 transfer per leading index i (straight-line code):
+        ``each(sub_tile, gm_base_i, S[1:], [valid rows of slice i, V[2]])`` with slice i of the
+        dense tile ``t`` at GM ``base + i * S[0]`` elements; slices past ``V[0]`` move no rows."""
+        n, sub = t.shape[0], t.with_(shape=t.shape[1:], strides=t.strides[1:])
+        step = t.strides[0] * t.esize
+        all_live = self.const(V[0], n)
+        # (one set of registers for every slice: a transfer reads them when the scalar unit issues it)
+        g, live, rows = self.temp_reg(), self.temp_reg(), (V[1] if all_live else self.temp_reg())
+        for i in range(n):
+            if isinstance(S[0], Imm):
+                self.emit(f"add {g}, {base}, {int(S[0].value) * i * t.esize}", "S")
+            else:
+                self.emit(f"mul {g}, {S[0]}, {i * t.esize}", "S")
+                self.emit(f"add {g}, {g}, {base}", "S")
+            if not all_live:
+                self.emit(f"cmp.gt {live}, {V[0]}, {i}", "S")
+                self.emit(f"sel {rows}, {live}, {V[1]}, 0", "S")
+            each(sub.with_(addr=t.addr + i * step), g, S[1:], [rows, V[2]])
+
     def op_load_tile(self, op) -> None:
         ty = op.result.type
         r = len(ty.shape)
@@ -48,11 +68,22 @@ class MemoryEmitter:
         other = op.operands[1 + 2 * r] if len(op.operands) > 1 + 2 * r else None
         param, base = self.param(ptr), self.scalar(ptr)
         dst = self.out_tile(op.result)
-        es = dst.esize
         pad = self.pad_of(other, dst.dtype)
         S = [self.scalar(v) for v in strides]
         V = [self.scalar(v) for v in valids]
-        shape = ty.shape or (1,)
+        if r == 3:
+            if not dst.is_dense:
+                self.fail("internal: a rank-3 tile is loaded into a strided buffer")
+            self.slices(dst, base, S, V, lambda t, g, s, v: self.load_2d(op, t, param, g, s, v, pad, dense=True))
+            return
+        self.load_2d(op, dst, param, base, S, V, pad)
+
+    def load_2d(self, op, dst, param, base, S, V, pad, dense=False) -> None:
+        """A rank-0..2 tile from GM ``param[base]`` (``dense``: into ``dst`` as laid out, never as a
+        transposed view of it)."""
+        es = dst.esize
+        r = len(dst.shape)
+        shape = dst.shape or (1,)
         if r == 0:
             S, V = [Imm(1)], [Imm(1)]
         if r <= 1:
@@ -79,7 +110,7 @@ class MemoryEmitter:
             self.emit(f"mov.gm.ub.{dst.dtype} ub[{dst.addr}], {param}[{base}], {rows_valid}, {cols * es}, "
                       f"{self.mul_imm(s_row, es)}, {cols * es}{valid}", "MTE2", reads, writes)
             return
-        if r == 2 and self.const(s_row, 1):
+        if r == 2 and self.const(s_row, 1) and not dense:
             # column-major in GM: load the transpose (one segment per column) and view it transposed
             if not self.const(cols_valid, cols):
                 self.vfill(dst, pad)
@@ -167,11 +198,19 @@ class MemoryEmitter:
         src = self.as_tile(val_v)
         S = [self.scalar(v) for v in strides] or [Imm(1)]
         V = [self.scalar(v) for v in valids] or [Imm(1)]
-        shape = ty.shape or (1,)
-        es = src.esize
         if src.space == "l0c":      # a cube accumulator: FIX converts and writes it to GM itself
-            self.store_l0c(src, asm_type(ty), param, base, V[0], V[1], self.mul_imm(S[0], es))
+            self.store_l0c(src, asm_type(ty), param, base, V[0], V[1], self.mul_imm(S[0], src.esize))
             return
+        if r == 3:
+            self.slices(self.dense(src), base, S, V, lambda t, g, s, v: self.store_2d(t, param, g, s, v))
+            return
+        self.store_2d(src, param, base, S, V)
+
+    def store_2d(self, src, param, base, S, V) -> None:
+        """A rank-0..2 tile to GM ``param[base]``."""
+        r = len(src.shape)
+        shape = src.shape or (1,)
+        es = src.esize
         reads, writes = [self.acc(src)], [Access.gm(param)]
         if r <= 1:
             rows_valid, cols_valid, cols, rows, s_row, s_col = Imm(1), V[0], shape[0], 1, Imm(0), S[0]

@@ -248,12 +248,28 @@ class VectorEmitter:
             return 1, shape[0], 1, (t.addr, 0, t.strides[0])
         if len(shape) == 2:
             return shape[0], shape[1], axis if axis == 0 else 1, (t.addr, t.strides[0], t.strides[1])
-        self.fail("reductions and scans of rank > 2 blocks are not supported on the NPU yet; reshape to 2D")
+        g = _rank3_geometry(t, axis)
+        if g is not None:
+            return g
+        self.fail("reductions and scans of rank > 3 blocks (and scans along the middle axis of rank-3 "
+                  "ones) are not supported on the NPU yet; reshape to 2D")
+
+    def _rank3_rows(self, t: Tile, axis: int):
+        """A rank-3 tile laid out so that ``_reduce_geometry`` takes it, and the axis to reduce there:
+        a dense copy when its layout does not merge, with the middle axis moved last (B, K, M)."""
+        if len(t.shape) != 3:
+            return t, axis
+        if axis == 1:
+            b, m, k = t.shape
+            t = t.with_(shape=(b, k, m), strides=(t.strides[0], t.strides[2], t.strides[1]))
+            axis = 2
+        return (t if _rank3_geometry(t, axis) is not None else self.dense(t)), axis
 
     def kind_reduce(self, op) -> None:
-        src = self.as_tile(op.operands[0])
+        src, axis = self._rank3_rows(self.as_tile(op.operands[0]), op.attrs["axis"])
         dst = self.out_tile(op.result)
-        rows, cols, axis, (a, rs, cs) = self._reduce_geometry(src, op.attrs["axis"])
+        red_axis = axis
+        rows, cols, axis, (a, rs, cs) = self._reduce_geometry(src, red_axis)
         T = src.dtype
         if op.operands[0].type.scalar.is_bool:
             self.fail("reductions of i1 blocks are not supported on the NPU; cast to an integer type first")
@@ -264,7 +280,7 @@ class VectorEmitter:
             wide = self.temp_tile("f32", src.shape, 4)
             self.vec(f"vcast.f32.{T}", wide, [src])
             src, acc_t = wide, "f32"
-            rows, cols, axis, (a, rs, cs) = self._reduce_geometry(src, op.attrs["axis"])
+            rows, cols, axis, (a, rs, cs) = self._reduce_geometry(src, red_axis)
         if kind.startswith("arg") and axis == 0:
             # the vector unit finds first extrema along rows: read the block transposed
             rows, cols, axis, rs, cs = cols, rows, 1, cs, rs
@@ -342,3 +358,16 @@ class VectorEmitter:
                 scaled = self.temp_reg()
                 self.emit(f"mul {scaled}, {o}, {esize}", "S")
             self.vec("vadds.i64", dst, [self.as_tile(p)], scalars=[scaled])
+
+
+def _rank3_geometry(t: Tile, axis: int):
+    """A rank-3 tile as rows for the vector unit — (B*M, K) along the last axis, (B, M*K) along the
+    first — when its layout merges the other two axes; else None."""
+    if len(t.shape) != 3:
+        return None
+    (b, m, k), (s0, s1, s2) = t.shape, t.strides
+    if axis == 2 and s0 == m * s1:
+        return b * m, k, 1, (t.addr, s1, s2)
+    if axis == 0 and s1 == k * s2:
+        return b, m * k, 0, (t.addr, s0, s2)
+    return None

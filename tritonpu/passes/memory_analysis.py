@@ -1,6 +1,6 @@
 """Memory analysis: block loads and stores with structured addresses become tile transfers.
 
-Guarantees: a ``load``/``store`` of a rank-1 or rank-2 block whose pointer is
+Guarantees: a ``load``/``store`` of a rank-1, rank-2 or rank-3 block whose pointer is
 ``p + c + sum_d i_d * s_d`` (``p`` a scalar pointer, ``c`` and ``s_d`` scalars: built from
 ``splat``, ``arange``, ``+``, ``-``, ``*`` by a uniform value, ``<<`` by a constant,
 ``expand_dims``, ``broadcast`` and integer widening) and whose mask is a conjunction of
@@ -413,7 +413,7 @@ class MemoryAnalysis(Pass):
                 self._region(r)
             repl = None
             if op.name in ("load", "store") and op.operands[0].type.is_block and \
-                    1 <= len(op.operands[0].type.shape) <= 2:
+                    1 <= len(op.operands[0].type.shape) <= 3:
                 repl = self._rewrite(op)
             if repl is None:
                 new_ops.append(op)
