@@ -435,3 +435,17 @@ def test_out_of_bounds_load_on_the_npu_names_instruction_and_source_line():
     first = text.splitlines()[0]
     assert "outside GM parameter 'x_ptr'" in first and "mov.gm.ub" in first and "program (1, 0, 0)" in first
     assert "Traceback" not in text
+    with pytest.raises(tritonpu.ExecutionError) as ref:
+        k_oob[(2,)](x, y, 20, BLOCK=16, backend="ref")
+    assert err.col == ref.value.col and text.splitlines()[2] == str(ref.value).splitlines()[2]   # the caret
+
+
+@pytest.mark.parametrize("backend", ["npu", "ref", "cpu"])
+def test_a_read_only_output_is_a_launch_error_and_a_read_only_input_is_fine(backend):
+    x, y = np.arange(20, dtype=np.float32), np.zeros(20, np.float32)
+    x.flags.writeable = False
+    k_oob[(1,)](x, y, 20, BLOCK=16, backend=backend)       # reads x only
+    np.testing.assert_array_equal(y[:16], x[:16])
+    y.flags.writeable = False
+    with pytest.raises(tritonpu.LaunchError, match="argument `y_ptr` is a read-only array but the kernel stores to it"):
+        k_oob[(1,)](x, y, 20, BLOCK=16, backend=backend)

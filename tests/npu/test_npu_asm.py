@@ -1,8 +1,11 @@
 """Assembler: syntax, directives, table-driven checks, errors with position, canonical printer."""
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
+import tritonpu
+import tritonpu.language as tl
 from tritonpu.isa import EXAMPLES_DIR, INSTRUCTIONS, TYPESETS
 from tritonpu.npu import AsmError, assemble
 
@@ -140,3 +143,23 @@ def test_errors_have_line_column_and_text(text, line, col, msg):
     assert (err.line, err.col) == (line, col), str(err)
     assert err.text == text.splitlines()[line - 1]
     assert str(err).startswith(f"t.s:{line}:{col}: error:") and "^" in str(err)
+
+
+def test_a_kernel_may_be_named_like_a_register():
+    # `.kernel s1` (a @jit function called s1) names the kernel; it is no register there
+    prog = assemble(".kernel s1\n.param x gm f32\nmov s0, 1\n")
+    assert prog.name == "s1"
+    assert assemble(prog.text()).text() == prog.text()
+
+
+@tritonpu.jit
+def s1(x_ptr, y_ptr, BLOCK: tl.constexpr):
+    o = tl.arange(0, BLOCK)
+    tl.store(y_ptr + o, tl.load(x_ptr + o) + 1.0)
+
+
+def test_a_jit_kernel_named_like_a_register_runs_on_the_npu():
+    x, y = np.arange(16, dtype=np.float32), np.zeros(16, np.float32)
+    h = s1[(1,)](x, y, BLOCK=16)
+    np.testing.assert_array_equal(y, x + 1)
+    assert h.asm["isa"].startswith(".kernel s1\n")

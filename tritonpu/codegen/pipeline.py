@@ -127,7 +127,7 @@ def _double_buffered(fn) -> bool:
     return any(op.attrs.get("double_buffer") == "on" for op in fn.walk())
 
 
-def _written_args(kernel) -> set | None:
+def written_args(kernel) -> set | None:
     """Names of the pointer arguments the kernel may write (None: it writes through a pointer whose
     argument is unknown)."""
     names = kernel.__dict__.get("_written_args", False)
@@ -143,7 +143,7 @@ def _share_memory(kernel, arrays) -> bool:
     """Whether an argument the kernel writes overlaps another pointer argument in memory (then the
     compiler may not take a store through one for a store that leaves the other's data alone).
     Inputs passed twice (``add(x, x)``) are no concern."""
-    written = _written_args(kernel)
+    written = written_args(kernel)
     spans = [(a.__array_interface__["data"][0], a.nbytes, p.name) for p, a in zip(kernel.fn.args, arrays)
              if p.type.is_ptr and a.nbytes]
     for i, (lo, n, name) in enumerate(spans):
@@ -231,5 +231,5 @@ def _execution_error(e, grid) -> ExecutionError:
         msg += " [" + ", ".join(where) + "]"
     if e.loc is not None:
         f, line, col = e.loc
-        return ExecutionError(msg, f, line, max(0, col - 1))
+        return ExecutionError(msg, f, line, col)         # loc columns are 0-based, as the frontend's
     return ExecutionError(msg)

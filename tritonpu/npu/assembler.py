@@ -151,6 +151,8 @@ class _Assembler:
                 self.err(f"name {name!r} already used", node)
 
         if kind == ".kernel":
+            if pos and isinstance(pos[0], tuple) and pos[0][0] == "reg":
+                names[0] = pos[0][1]        # a kernel may be called s1: its name is only a name here
             prog.name = need(0, "a kernel name")
             return f".kernel {prog.name}"
         if kind == ".param":

@@ -328,6 +328,14 @@ class JITFunction:
         for p, a in zip(kernel.fn.args, arrays):
             if p.type.is_ptr and not a.flags.c_contiguous:
                 raise LaunchError(f"argument `{p.name}` is not C-contiguous; pass np.ascontiguousarray(...)")
+        read_only = [p.name for p, a in zip(kernel.fn.args, arrays) if p.type.is_ptr and not a.flags.writeable]
+        if read_only:
+            from tritonpu.codegen.pipeline import written_args
+            written = written_args(kernel)
+            hit = [n for n in read_only if written is not None and n in written]
+            if hit:
+                raise LaunchError(f"argument `{hit[0]}` is a read-only array but the kernel stores to it; pass "
+                                  "a writeable array (e.g. a copy)")
         from tritonpu.runtime import backends
         handle.stats = backends.launch(backend, kernel, arrays, grid, options)
         hooks.launched(self, handle, options)
