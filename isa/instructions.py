@@ -226,8 +226,8 @@ _add("vsel", ("A",), _V + (("mask", "ub:r"), ("a", "ub:r"), ("b", "ub:r"), ("col
 _add("vsels", ("A",), _V + (("mask", "ub:r"), ("a", "ub:r"), ("s", "val"), ("cols", "val")), "V",
      "vector", "vsel", "sels", "dst[r, c] = a if mask (u8) != 0 else scalar s", "vector", _VO)
 _add("vcast", ("A", "A"), _V + (("a", "ub:r"), ("cols", "val")), "V", "vector", "vcast", "cast",
-     "dst (type U) = a (type T): floats round to nearest even, float->int truncates toward zero, "
-     "ints wrap, ->i1 is a != 0", "vector", _VO)
+     "dst (type U) = a (type T): floats round to nearest even, float->int truncates toward zero "
+     "and saturates (NaN -> 0), ints wrap, ->i1 is a != 0", "vector", _VO)
 _add("vdup", ("A",), _V + (("s", "val"), ("cols", "val")), "V", "vector", "vfill", "dup",
      "dst[r, c] = scalar s", "vector", _VO)
 _add("varange", ("N",), _V + (("start", "val"), ("cols", "val")), "V", "vector", "vfill", "arange",

@@ -80,3 +80,15 @@ def from_numpy(dt) -> ScalarKind:
     if dt in _BY_NUMPY:
         return _BY_NUMPY[dt]
     raise KeyError(f"numpy dtype {dt} has no tritonpu element type")
+
+
+def float_to_int(x, dt) -> np.ndarray:
+    """Floats converted to integer dtype ``dt`` as every backend converts them: truncated toward
+    zero and saturated to ``dt``'s range, NaN giving 0 (what CUDA's cvt.rzi.sat and LLVM's
+    fptosi.sat do; Triton leaves out-of-range conversions undefined)."""
+    dt = np.dtype(dt)
+    info = np.iinfo(dt)
+    x = np.trunc(np.asarray(x).astype(np.float64))        # f64 holds every f16/bf16/f32 value
+    hi, lo, nan = x >= float(info.max), x <= float(info.min), np.isnan(x)
+    inside = np.where(hi | lo | nan, 0, x).astype(dt)
+    return np.where(hi, dt.type(info.max), np.where(lo, dt.type(info.min), inside))

@@ -495,3 +495,40 @@ def test_pointer_where_compare_and_sub():
     pointer_select_kernel[(1,)](x, -x, out, 8, backend="ref")   # lanes point into two arguments: not on the NPU
     assert out[:16].tolist() == list(range(8)) + [-v for v in range(8, 16)]
     assert out[16:32].tolist() == [5.0] * 16 and out[32] == 8 and out[33] == 0.0
+
+
+@tritonpu.jit
+def _float_to_ints(x_ptr, i8, u8, i16, i32, i64, s32, su8, BLOCK: tl.constexpr):
+    o = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + o)
+    tl.store(i8 + o, x.to(tl.int8))
+    tl.store(u8 + o, x.to(tl.uint8))
+    tl.store(i16 + o, x.to(tl.int16))
+    tl.store(i32 + o, x.to(tl.int32))
+    tl.store(i64 + o, x.to(tl.int64))
+    for i in range(BLOCK):                      # the scalar unit's conversions too
+        v = tl.load(x_ptr + i)
+        tl.store(s32 + i, v.to(tl.int32))
+        tl.store(su8 + i, v.to(tl.uint8))
+
+
+@pytest.mark.parametrize("dt", ["fp32", "fp16", "bf16", "fp64"])
+@pytest.mark.parametrize("backend", ["npu", "ref", "cpu"])
+def test_float_to_int_truncates_and_saturates_on_every_backend(dt, backend):
+    import math
+
+    import ml_dtypes
+    npdt = {"fp32": np.float32, "fp16": np.float16, "bf16": ml_dtypes.bfloat16, "fp64": np.float64}[dt]
+    vals = [3e9, -3e9, -1.5, 300.0, math.nan, math.inf, -math.inf, 1.0, 1e5, 6e4, -6e4, 2.5, -2.5, 127.9, -128.9, -0.0]
+    with np.errstate(over="ignore"):
+        x = np.array(vals, np.float64).astype(npdt)
+
+    def expect(t):                            # trunc toward zero, clamp to the type, NaN -> 0
+        lo, hi = np.iinfo(t).min, np.iinfo(t).max
+        return np.array([0 if math.isnan(v) else max(lo, min(hi, math.trunc(v) if math.isfinite(v) else
+                                                               (hi if v > 0 else lo))) for v in x.astype(np.float64)], t)
+    types = (np.int8, np.uint8, np.int16, np.int32, np.int64, np.int32, np.uint8)
+    outs = [np.zeros(16, t) for t in types]
+    _float_to_ints[(1,)](x, *outs, BLOCK=16, backend=backend)
+    for out, t in zip(outs, types):
+        np.testing.assert_array_equal(out, expect(t), err_msg=f"{dt} -> {np.dtype(t).name}")

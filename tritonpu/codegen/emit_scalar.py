@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from tritonpu.codegen.asmlist import Access, If, Instr
 from tritonpu.codegen.values import Imm, Reg, Tile, asm_type
 
@@ -104,8 +106,11 @@ class ScalarEmitter:
             self.emit(f"itof {r}, {a}", "S")
             self.wrap(r, dst_t)
         elif d.is_int and s.is_float:
+            # truncated toward zero, saturated to the type (NaN -> 0), as the vector unit's vcast
+            info = np.iinfo(d.np)
             self.emit(f"ftoi {r}, {a}", "S")
-            self.wrap(r, dst_t)
+            self.emit(f"max {r}, {r}, {int(info.min)}", "S")
+            self.emit(f"min {r}, {r}, {int(info.max)}", "S")
         else:
             self.emit(f"cvt.{asm_type(dst_t)} {r}, {a}", "S")
 

@@ -12,6 +12,8 @@ import math
 
 import numpy as np
 
+from tritonpu.dtypes import float_to_int
+
 from . import cycles
 from .ops_scalar import np_scalar
 from .registry import family
@@ -227,6 +229,7 @@ def _vcast(st, inst, prog):
     if via is not None and (dt.itemsize == 8 or du.itemsize == 8):
         via = np.dtype(np.float64)
     to_bool = du.kind == "b"
+    to_int = du.kind in "iu" and dt.kind not in "biu"      # from a float (bf16's kind is V)
 
     def run():
         rows, cols = rows_g(), cols_g()
@@ -234,6 +237,8 @@ def _vcast(st, inst, prog):
         if rows > 0 and cols > 0:
             if to_bool:
                 vd[...] = va != 0
+            elif to_int:
+                vd[...] = float_to_int(va, du)
             elif via is not None:
                 vd[...] = va.astype(via).astype(du) if du.kind in "iu" else va.astype(via)
             else:

@@ -11,6 +11,7 @@ import math
 
 import numpy as np
 
+from tritonpu.dtypes import float_to_int
 from tritonpu.errors import ExecutionError
 from tritonpu.ir import Function, Op, Region
 from tritonpu.ir import types as T
@@ -84,9 +85,7 @@ def _cast(op, x):
         return _arr(x != 0, ty)
     src = op.operands[0].type.scalar
     if dst.is_int and src.is_float:
-        x = np.trunc(x.astype(np.float64))
-        info = np.iinfo(dst.np)
-        x = np.where(np.isfinite(x), np.clip(x, info.min, info.max), 0)
+        return _arr(float_to_int(x, dst.np), ty)
     return _arr(np.asarray(x).astype(dst.np), ty)
 
 
