@@ -998,3 +998,31 @@ CHECK: = load_tile %4, %5, %3
 CHECK: store_tile
 """)
     assert proc.stdout.count("// ---- IR after") == 1, proc.stdout
+
+
+@tritonpu.jit
+def _scale_cols(x, cs, rs, o, N, BM: tl.constexpr, BN: tl.constexpr):
+    rm = tl.program_id(0) * BM + tl.arange(0, BM)
+    rn = tl.arange(0, BN)
+    v = tl.load(x + rm[:, None] * N + rn[None, :])
+    w = tl.load(cs + rn)                       # a column vector: the same for every row tile
+    r = tl.load(rs + rm)                       # a row vector: tiled with the rows
+    tl.store(o + rm[:, None] * N + rn[None, :], v * w[None, :] + r[:, None] + rn[None, :])
+
+
+@pytest.mark.parametrize("M,N,BM", [(128, 1024, 64), (256, 256, 256), (64, 512, 64)])
+def test_tiling_keeps_column_vectors_whole_whatever_their_length(M, N, BM):
+    # regression: rows were told by size, so a column vector as long as the rows (a square block)
+    # was split with them (an internal error), and a longer one blocked tiling altogether
+    rng = np.random.default_rng(M + N)
+    x, c, r = (rng.standard_normal(s).astype(np.float32) for s in ((M, N), N, M))
+    o = np.zeros_like(x)
+    h = _scale_cols[(M // BM,)](x, c, r, o, N, BM=BM, BN=N)
+    np.testing.assert_allclose(o, x * c[None, :] + r[:, None] + np.arange(N)[None, :], rtol=1e-6, atol=1e-5)
+    if BM * N * 4 > 196608 // 2:
+        filecheck(h.asm["tiling"], f"""
+            CHECK: for
+            CHECK: arange {{end = {N}, start = 0}} : tensor<{N}xi32>
+            CHECK: x{N}xf32>
+        """)
+        assert re.search(rf"load_tile %cs, [^:]*: tensor<{N}xf32>", h.asm["tiling"])

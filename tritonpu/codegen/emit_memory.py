@@ -312,7 +312,7 @@ class MemoryEmitter:
             reads.append(self.acc(m))
         self.emit(f"gather.gm.ub.{dst.dtype} ub[{dst.addr}], {param}[0], ub[{offs.addr}], {n}, {dst.esize}, 1, "
                   f"{dst.esize}{extra}", "MTE2", reads, [self.acc(dst)],
-                  comment="element-by-element: addresses not affine in the program's indices")
+                  comment="element-by-element: address or mask not in the structured form (see memory-analysis)")
         if m is not None and pad is None:
             self.vec(f"vsel.{dst.dtype}", dst, [m.with_(shape=dst.shape, strides=dst.strides), dst,
                                                 self.as_tile(other)])
@@ -354,7 +354,7 @@ class MemoryEmitter:
         reads = [self.acc(src), self.acc(offs)] + ([self.acc(m)] if m is not None else [])
         self.emit(f"scatter.ub.gm.{src.dtype} {param}[0], ub[{src.addr}], ub[{offs.addr}], {src.numel}, "
                   f"{src.esize}, 1, {src.esize}{extra}", "MTE3", reads, [Access.gm(param)],
-                  comment="element-by-element: addresses not affine in the program's indices")
+                  comment="element-by-element: address or mask not in the structured form (see memory-analysis)")
         self.notes.append(f"{op.loc}: store of {value.type} moves one element per segment (scatter)")
 
     # ---- atomics -------------------------------------------------------------------------------------

@@ -6,7 +6,9 @@ ops, compares, selects, casts, splats, broadcasts, expand_dims, constants, arang
 leading dimension D0, the block ops are moved into a loop ``for t in range(0, D0, T)`` over tiles
 of T rows (T the largest power of two dividing D0 whose tiles fit): each transfer starts ``t``
 rows further and its valid extent along dimension 0 becomes ``clamp(valid - t, 0, T)``, each
-``arange`` along dimension 0 is offset by ``t``.  Every element is computed, read and written
+``arange`` along dimension 0 is offset by ``t``.  Which values carry the rows is decided by how
+they flow (``b[None, :]`` is one row of a column vector, ``a[:, None]`` keeps ``a``'s rows), not by
+their sizes: column vectors stay whole in every tile, whatever their length.  Every element is computed, read and written
 exactly as before.  Runtime sizes never change the code: ragged tails are handled by the valid
 extents.  A block that cannot be tiled this way (reductions, scans, dots, control flow over
 blocks) and does not fit is a ``CompilationError`` naming the value, its source line, the bytes
@@ -83,15 +85,18 @@ class Tiling(Pass):
                      for op in fn.body.ops)
         bad = [op for op in ops if not (op.opdef.kind in _TILEABLE_KINDS or op.name in _TILEABLE_OPS)
                or (op.name == "cast" and op.name == "bitcast")]
-        d0s = {v.type.shape[0] for op in ops for v in list(op.results) + list(op.operands)
-               if v.type.is_block and v.type.shape[0] != 1}
+        blocks = [v for op in ops for v in list(op.results) + list(op.operands) if v.type.is_block]
+        d0s = {v.type.shape[0] for v in blocks if len(v.type.shape) > 1 and v.type.shape[0] != 1} or \
+            {v.type.shape[0] for v in blocks if v.type.shape[0] != 1}
+        rows = _row_values(ops, d0s.pop()) if len(d0s) == 1 and not (nested or bad) else None
         big = _too_big(fn, cap)
-        if nested or bad or len(d0s) != 1:
+        if rows is None:
             if big:
                 inner = [op for op in fn.walk() if op.name in ("reduce", "scan")]
-                _fail(*big, cap, " and not splittable here" + _why_not(bad or inner, nested))
+                why = _why_not(bad or inner, nested) or " (its blocks do not share one leading dimension)"
+                _fail(*big, cap, " and not splittable here" + why)
             return      # buffer planning reports what does not fit together
-        d0 = d0s.pop()
+        d0 = next(v.type.shape[0] for v in blocks if id(v) in rows)
         t = d0
         while t > 1:
             t //= 2
@@ -117,9 +122,67 @@ def _retype(ty, d0, t):
     return ty
 
 
+def _row_values(ops, d0: int) -> set | None:
+    """ids of the block values whose dimension 0 is the rows being tiled (length ``d0``); None when
+    that is not consistent.  Decided by how values flow, not by their sizes: ``b[None, :]`` is
+    a row (shape[0] 1) made of a column vector, whatever its length; ``a[:, None]`` keeps ``a``'s
+    dimension 0; elementwise ops and same-rank broadcasts share their operands' rows.  A rank-1
+    block nothing ties either way carries the rows when its length is ``d0`` (a 1-D kernel)."""
+    parent: dict = {}
+
+    def find(v):
+        k = id(v)
+        parent.setdefault(k, k)
+        while parent[k] != k:
+            parent[k] = parent[parent[k]]
+            k = parent[k]
+        return k
+
+    def union(a, b):
+        parent[find(a)] = find(b)
+
+    values, forced = {}, []            # forced: (value, carries rows?)
+    for op in ops:
+        for v in list(op.operands) + list(op.results):
+            if v.type.is_block:
+                values[id(v)] = v
+                if len(v.type.shape) > 1:
+                    forced.append((v, v.type.shape[0] != 1))
+        blocks = [v for v in op.operands if v.type.is_block]
+        res = op.results[0] if op.results and op.results[0].type.is_block else None
+        if op.name == "expand_dims":
+            if op.attrs["axis"] == 0:
+                forced.append((op.operands[0], False))     # its dimension 0 becomes the columns
+            else:
+                union(op.operands[0], res)
+        elif op.name == "broadcast":
+            if len(op.operands[0].type.shape) == len(res.type.shape) and \
+                    op.operands[0].type.shape[0] == res.type.shape[0]:
+                union(op.operands[0], res)
+        elif res is not None:
+            for v in blocks:        # (an operand of one row broadcasts against the result's rows)
+                if len(v.type.shape) == len(res.type.shape) and v.type.shape[0] == res.type.shape[0]:
+                    union(v, res)
+    label: dict = {}
+    for v, rows in forced:
+        if rows and v.type.shape[0] != d0:
+            return None
+        if label.setdefault(find(v), rows) != rows:
+            return None
+    out = set()
+    for k, v in values.items():
+        carries = label.get(find(v), v.type.shape[0] == d0 and len(v.type.shape) == 1)
+        if carries:
+            if v.type.shape[0] != d0:
+                return None
+            out.add(k)
+    return out
+
+
 def _strip_mine(fn: Function, d0: int, t: int) -> None:
     body = fn.body
     moving = [op for op in _block_ops(fn)]
+    rows = _row_values(moving, d0)
     moving_ids = {id(op) for op in moving}
     first = min(body.ops.index(op) for op in moving)
     loc = moving[0].loc
@@ -139,16 +202,17 @@ def _strip_mine(fn: Function, d0: int, t: int) -> None:
         return v if v.type == T.i64 else new("cast", [v], T.i64)
 
     for op in moving:
-        for r in op.results:
+        tiled = [r for r in op.results if id(r) in rows]
+        for r in tiled:
             r.type = _retype(r.type, d0, t)
-        if op.name == "arange" and op.attrs["end"] - op.attrs["start"] == d0:
+        if op.name == "arange" and tiled:
             start = op.attrs["start"]
             op.attrs["end"] = start + t
             loop_body.append(op)
             shifted = new("add", [op.result, new("splat", [iv], op.result.type)], op.result.type)
             _replace_uses(fn, op.result, shifted, skip=shifted.owner)
             continue
-        if op.name in ("load_tile", "store_tile"):
+        if op.name in ("load_tile", "store_tile") and (tiled or id(op.operands[-1]) in rows):
             rank = len((op.result.type if op.name == "load_tile" else op.operands[-1].type).shape)
             ptr, s0, v0 = op.operands[0], op.operands[1], op.operands[1 + rank]
             step = new("mul", [i64(iv), i64(s0)], T.i64)
