@@ -103,6 +103,21 @@ def test_tutorial_fused_softmax(rows, cols):
     e = np.exp(x - x.max(1, keepdims=True))
     np.testing.assert_allclose(y, e / e.sum(1, keepdims=True), rtol=1e-5, atol=1e-6)
     assert 'double_buffer = "on"' in h.asm["double-buffer"]
+    assert "reuse_loaded_tiles" not in h.asm["buffer-planning"]        # only when nothing else fits
+
+
+@pytest.mark.parametrize("cols", [20000, 32768])
+def test_tutorial_fused_softmax_with_a_row_of_half_the_unified_buffer(cols):
+    # BLOCK_SIZE = next_power_of_2(cols) = 32768 fp32: 128 KB of UB's 192. It fits only when the
+    # row's tile is reused in place (x - max, exp, / sum) rather than kept for its transfers
+    rows = 6
+    x = np.random.default_rng(cols).standard_normal((rows, cols)).astype(np.float32)
+    y = np.empty_like(x)
+    h = softmax_kernel[(4, 1, 1)](y, x, cols, cols, rows, cols, BLOCK_SIZE=triton.next_power_of_2(cols),
+                                  num_stages=2)
+    e = np.exp(x - x.max(1, keepdims=True))
+    np.testing.assert_allclose(y, e / e.sum(1, keepdims=True), rtol=1e-5, atol=1e-7)
+    assert "reuse_loaded_tiles = true" in h.asm["buffer-planning"]
 
 
 def test_tutorial_softmax_sizes_its_grid_from_the_warmed_kernel():

@@ -11,6 +11,10 @@
   after the loop (the loop's result is a UB tile).
 * **Views.**  ``expand_dims``, ``reshape``, ``broadcast``, ``permute`` and same-width ``bitcast``
   make no copy: their result is a strided view of their operand's buffer.
+* **In place.**  A one-instruction elementwise op may write its result over an operand it reads
+  last, except a loaded tile (its buffer belongs to its transfers, so that the next load into it
+  does not wait for the store of the result) — unless the function carries ``reuse_loaded_tiles``,
+  which buffer planning sets when the kernel fits UB only that way.
 * **Groups and live intervals.**  Ops are numbered in program order (an op with regions gets a
   start and an end number around its regions).  Values that must share storage form a group
   (a value and its views; a loop's carried value, its region argument and its result; an if's
@@ -72,6 +76,9 @@ def _l0c_bytes(ty) -> int:
     return m * ((n + 15) // 16 * 16) * 4
 
 
+REUSE_LOADED = "reuse_loaded_tiles"     # function attribute: see buffer_planning.plan
+
+
 def _loaded(v) -> bool:
     return v.owner is not None and v.owner.name in ("load_tile", "gather_rows")
 
@@ -107,6 +114,8 @@ class Analysis:
     # ---- numbering and uses ----------------------------------------------------------------------
     def _number(self, fn: Function) -> None:
         counter = [0]
+        # (set by buffer planning when the kernel only fits UB with loaded tiles reused in place)
+        reuse_loaded = bool(fn.attrs.get(REUSE_LOADED))
         for a in fn.args:
             self.defined[id(a)] = 0
 
@@ -119,7 +128,7 @@ class Analysis:
                 for v in op.operands:
                     # a loaded tile's buffer belongs to its transfers: computing over it in place would
                     # make the next load into it wait for the store of the result
-                    self._use(v, start + 1 if _loaded(v) else at, loops)
+                    self._use(v, start + 1 if _loaded(v) and not reuse_loaded else at, loops)
                 inner = loops + [op] if op.name in LOOPS else loops
                 for r in op.regions:
                     for a in r.args:

@@ -13,7 +13,7 @@ at the peak, its size and the capacity.
 """
 from __future__ import annotations
 
-from tritonpu.codegen.analysis import L1, ONCHIP, UB, Analysis
+from tritonpu.codegen.analysis import L1, ONCHIP, REUSE_LOADED, UB, Analysis
 from tritonpu.errors import CompilationError
 from tritonpu.isa.machines import machine as get_machine
 from tritonpu.passes.manager import Pass, register
@@ -70,9 +70,27 @@ def _check_l1_carries(an: Analysis) -> None:
                         "built in the carried buffer (L1 has no copy path to itself)", op.loc)
 
 
-def plan(fn, machine="ascend910b") -> tuple[Analysis, dict]:
+def plan(fn, machine="ascend910b", reuse: bool = True) -> tuple[Analysis, dict]:
     """(analysis, id(group) -> address in its space); raises CompilationError when a space overflows
-    or a tile carried in L1 would need an L1-to-L1 copy."""
+    or a tile carried in L1 would need an L1-to-L1 copy.  When UB overflows, the plan is tried
+    again with elementwise work done in place over loaded tiles (``reuse_loaded_tiles`` on the
+    function: a row as large as half of UB then fits, at the price of its next load waiting for
+    the store); the first error is raised if that does not fit either.  ``reuse=False``: no
+    second try (tiling and double buffering ask whether a kernel fits without it)."""
+    try:
+        return _plan(fn, machine)
+    except CompilationError as e:
+        if not reuse or fn.attrs.get(REUSE_LOADED) or "Unified Buffer" not in e.message:
+            raise
+        fn.attrs[REUSE_LOADED] = True
+        try:
+            return _plan(fn, machine)
+        except CompilationError:
+            del fn.attrs[REUSE_LOADED]
+            raise e from None
+
+
+def _plan(fn, machine):
     m = get_machine(machine)
     an = Analysis(fn)
     _check_l1_carries(an)

@@ -203,7 +203,7 @@ class DoubleBuffer(Pass):
             o.parent = region
         from tritonpu.passes.buffer_planning import plan
         try:
-            plan(fn)
+            plan(fn, reuse=False)
         except CompilationError as e:
             region.ops = saved
             _replace_all_uses(fn, rest.results, op.results)

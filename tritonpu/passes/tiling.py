@@ -27,10 +27,12 @@ _TILEABLE_KINDS = {"elementwise", "compare", "select", "splat", "broadcast", "co
 _TILEABLE_OPS = {"load_tile", "store_tile", "expand_dims", "cast"}
 
 
-def _fits(fn) -> bool:
+def _fits(fn, reuse=False) -> bool:
+    """Whether the blocks fit UB as they are (``reuse``: also with work done in place over loaded
+    tiles, buffer planning's last resort — which then stays set on ``fn``)."""
     from tritonpu.passes.buffer_planning import plan
     try:
-        plan(fn)
+        plan(fn, reuse=reuse)
         return True
     except CompilationError:
         return False
@@ -91,6 +93,8 @@ class Tiling(Pass):
         rows = _row_values(ops, d0s.pop()) if len(d0s) == 1 and not (nested or bad) else None
         big = _too_big(fn, cap)
         if rows is None:
+            if _fits(fn, reuse=True):
+                return
             if big:
                 inner = [op for op in fn.walk() if op.name in ("reduce", "scan")]
                 why = _why_not(bad or inner, nested) or " (its blocks do not share one leading dimension)"
@@ -107,6 +111,8 @@ class Tiling(Pass):
             if _fits(trial):
                 _strip_mine(fn, d0, t)
                 return
+        if _fits(fn, reuse=True):
+            return
         if big:
             _fail(*big, cap, " even in tiles of one row")
 
