@@ -195,7 +195,7 @@ for _op, _ts, _doc in _BIN:
     _add("v" + _op, (_ts,), _V + (("a", "ub:r"), ("b", "ub:r"), ("cols", "val")), "V", _cost,
          "vbinary", _op, f"dst[r, c] = {_doc}, for r < rows, c < cols", "vector", _VO)
     _add("v" + _op + "s", (_ts,), _V + (("a", "ub:r"), ("s", "val"), ("cols", "val")), "V", _cost,
-         "vscalar", _op, f"as v{_op} with b replaced by scalar s (register or immediate)",
+         "vscalar", _op, f"as v{_op} with b replaced by scalar s (register or immediate, taken as a value of T)",
          "vector", _VO)
 _add("vrsubs", ("N",), _V + (("a", "ub:r"), ("s", "val"), ("cols", "val")), "V", "vector",
      "vscalar", "rsub", "dst[r, c] = s - a[r, c]", "vector", _VO)

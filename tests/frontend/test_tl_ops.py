@@ -12,6 +12,7 @@ import pytest
 import tritonpu
 import tritonpu.language as tl
 from tpu_util import TL_OF, assert_close, bf16, rand
+from tritonpu.errors import CompilationError
 
 FLOATS = [np.float32, np.float16, bf16]
 INTS = [np.int8, np.int16, np.int32, np.int64, np.uint8]
@@ -532,3 +533,75 @@ def test_float_to_int_truncates_and_saturates_on_every_backend(dt, backend):
     _float_to_ints[(1,)](x, *outs, BLOCK=16, backend=backend)
     for out, t in zip(outs, types):
         np.testing.assert_array_equal(out, expect(t), err_msg=f"{dt} -> {np.dtype(t).name}")
+
+
+@tritonpu.jit
+def _half_literals(z_ptr, w_ptr, x_ptr):
+    x = tl.load(x_ptr + tl.arange(0, 4))
+    tl.store(z_ptr + tl.arange(0, 4), x == 0.1)
+    tl.store(w_ptr + tl.arange(0, 4), x - 0.1)
+
+
+@pytest.mark.parametrize("dt", ["fp16", "bf16"])
+@pytest.mark.parametrize("backend", ["npu", "ref", "cpu"])
+def test_a_float_literal_is_a_value_of_the_tensors_half_type(dt, backend):
+    # Triton casts the literal to the tensor's type: x == 0.1 holds for x = fp16(0.1)
+    import ml_dtypes
+    npdt = {"fp16": np.float16, "bf16": ml_dtypes.bfloat16}[dt]
+    x = np.full(4, 0.1, npdt)
+    z, w = np.zeros(4, np.bool_), np.ones(4, npdt)
+    _half_literals[(1,)](z, w, x, backend=backend)
+    assert z.all()
+    assert (w.astype(np.float32) == 0).all()
+
+
+@tritonpu.jit
+def _shr(z_ptr, x_ptr, y_ptr):
+    o = tl.arange(0, 4)
+    tl.store(z_ptr + o, tl.load(x_ptr + o) >> tl.load(y_ptr + o))
+
+
+@pytest.mark.parametrize("backend", ["npu", "ref", "cpu"])
+def test_right_shift_is_arithmetic_for_a_signed_left_operand_even_when_the_result_is_unsigned(backend):
+    x, y = np.array([-16, -3, 100, -128], np.int8), np.array([2, 1, 1, 7], np.uint8)
+    z = np.zeros(4, np.uint8)                               # int8 >> uint8 promotes to uint8
+    _shr[(1,)](z, x, y, backend=backend)
+    np.testing.assert_array_equal(z, (x >> y.astype(np.int8)).astype(np.uint8))     # [252 254 50 255]
+
+
+@tritonpu.jit
+def _dot_types(a_ptr, c_ptr, OUT: tl.constexpr):
+    r = tl.arange(0, 16)
+    a = tl.load(a_ptr + r[:, None] * 16 + r[None, :])
+    d = tl.dot(a, a, out_dtype=OUT)
+    tl.store(c_ptr + r[:, None] * 16 + r[None, :], d)
+
+
+@pytest.mark.parametrize("backend", ["ref", "cpu"])
+def test_an_fp64_dot_is_fp64(backend):
+    a = np.full((16, 16), 1 + 2 ** -30)
+    c = np.zeros((16, 16))
+    _dot_types[(1,)](a, c, OUT=tl.float32, backend=backend)        # fp64 whatever out_dtype says
+    np.testing.assert_array_equal(c, a @ a)
+
+
+def test_dot_result_types_follow_triton():
+    a32 = np.ones((16, 16), np.float32)
+    c = np.zeros((16, 16), np.float32)
+    _dot_types[(1,)](a32, c, OUT=tl.float16, backend="ref")         # fp32 operands give fp32
+    np.testing.assert_array_equal(c, a32 @ a32)
+    with pytest.raises(CompilationError, match="out_dtype=bfloat16 is unsupported"):
+        _dot_types[(1,)](a32, c, OUT=tl.bfloat16, backend="ref")
+    with pytest.raises(CompilationError, match="the cube multiplies f16, bf16, f32 or i8, not f64"):
+        _dot_types[(1,)](np.ones((16, 16)), np.zeros((16, 16)), OUT=tl.float32, backend="npu")
+
+
+@tritonpu.jit
+def _rtz(z_ptr, x_ptr):
+    o = tl.arange(0, 4)
+    tl.store(z_ptr + o, tl.load(x_ptr + o).to(tl.float16, fp_downcast_rounding="rtz"))
+
+
+def test_an_unsupported_rounding_mode_is_an_error_not_ignored():
+    with pytest.raises(CompilationError, match="fp_downcast_rounding='rtz' is not supported by tritonpu yet"):
+        _rtz[(1,)](np.zeros(4, np.float16), np.zeros(4, np.float32), backend="ref")

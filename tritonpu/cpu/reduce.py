@@ -188,7 +188,7 @@ def lower_dot(ctx, op, ins):
     m, k = op.operands[0].type.shape
     n = op.operands[1].type.shape[1]
     if _is_float(rs):
-        cs = T.f64 if rs.kind.name == "f64" else T.f32
+        cs = T.scalar("f64") if rs.kind.name == "f64" else T.f32
     else:
         cs = rs
     ct = reg_type(cs)

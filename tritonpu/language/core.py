@@ -376,7 +376,8 @@ class tensor:
     # method forms of builtins, as on Triton tensors ------------------------------------------
     def to(self, dtype, fp_downcast_rounding=None, bitcast=False):
         from tritonpu.language import semantic
-        return semantic.cast(self, _unwrap(dtype), bitcast=bool(_unwrap(bitcast)))
+        return semantic.cast(self, _unwrap(dtype), bitcast=bool(_unwrap(bitcast)),
+                             fp_downcast_rounding=fp_downcast_rounding)
 
     @property
     def T(self):

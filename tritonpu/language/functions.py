@@ -56,7 +56,7 @@ def full(shape, value, dtype):
 
 @builtin
 def cast(input, dtype, fp_downcast_rounding=None, bitcast=False):
-    return S.cast(input, dtype, bitcast=bool(bitcast))
+    return S.cast(input, dtype, bitcast=bool(bitcast), fp_downcast_rounding=fp_downcast_rounding)
 
 
 # -- memory ------------------------------------------------------------------------------------

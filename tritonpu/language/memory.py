@@ -284,16 +284,23 @@ def dot(a, b, acc=None, input_precision=None, allow_tf32=None, max_num_imprecise
         raise SemanticError(f"tl.dot: every dimension must be >= 16, got {a.shape} @ {b.shape}")
     if a.dtype != b.dtype:
         raise SemanticError(f"tl.dot: both operands must have the same dtype, got {a.dtype} and {b.dtype}")
+    # the result type, by Triton's rule: int8 -> int32; fp32 and bf16 -> fp32 and fp64 -> fp64
+    # whatever out_dtype says; fp16 -> out_dtype (fp32 or fp16); out_dtype bf16 is refused
     if a.dtype.is_int():
         if a.dtype.int_bitwidth != 8:
             raise SemanticError(f"tl.dot supports int8 integer operands, got {a.dtype}")
         ret = tl.int32
+    elif out_dtype == tl.bfloat16:
+        raise SemanticError("tl.dot: out_dtype=bfloat16 is unsupported; use out_dtype=float32/float16 and "
+                            "cast with .to(tl.bfloat16)")
+    elif a.dtype in (tl.float32, tl.bfloat16):
+        ret = tl.float32
+    elif a.dtype == tl.float64:
+        ret = tl.float64
     else:
         ret = out_dtype
-        if ret not in (tl.float32, tl.float16, tl.bfloat16, tl.float64):
-            raise SemanticError(f"tl.dot: out_dtype must be a float dtype, got {ret!r}")
-        if ret in (tl.float16, tl.bfloat16) and a.dtype != ret:
-            raise SemanticError(f"tl.dot: out_dtype {ret} needs {ret} operands, got {a.dtype}")
+        if ret not in (tl.float32, tl.float16):
+            raise SemanticError(f"tl.dot: out_dtype must be float32 or float16, got {ret!r}")
     precision = tl._unwrap(input_precision)
     if precision is None and tl._unwrap(allow_tf32) is not None:
         precision = "tf32" if tl._unwrap(allow_tf32) else "ieee"

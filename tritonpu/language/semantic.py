@@ -83,9 +83,13 @@ def _int_range(dt: tl.dtype) -> tuple[int, int]:
 # --------------------------------------------------------------------------------------------
 # casts and broadcasting
 # --------------------------------------------------------------------------------------------
-def cast(x, dst, bitcast: bool = False) -> tensor:
+def cast(x, dst, bitcast: bool = False, fp_downcast_rounding=None) -> tensor:
     x = to_tensor(x)
     dst = tl._unwrap(dst)
+    rounding = tl._unwrap(fp_downcast_rounding)
+    if rounding not in (None, "rtne"):
+        raise SemanticError(f"fp_downcast_rounding={rounding!r} is not supported by tritonpu yet: float "
+                            "downcasts round to nearest even ('rtne')")
     if not isinstance(dst, tl.dtype):
         raise SemanticError(f"cast target must be a dtype such as tl.float32, got {dst!r}")
     dst = dst.scalar
@@ -294,7 +298,15 @@ def shl(a, b):
 
 
 def shr(a, b):
-    return _elementwise("shr", *_bitwise_operands(a, b))
+    """``a >> b``: arithmetic when ``a`` is signed, logical otherwise — decided by ``a``'s own type,
+    as Triton does, even when promotion makes the result unsigned (``int8 >> uint8``)."""
+    signed = to_tensor(a).dtype.is_int_signed()
+    a, b = _bitwise_operands(a, b)
+    if signed and a.dtype.is_int_unsigned():
+        as_signed = {8: tl.int8, 16: tl.int16, 32: tl.int32, 64: tl.int64}[a.dtype.int_bitwidth]
+        r = _elementwise("shr", cast(a, as_signed, bitcast=True), cast(b, as_signed, bitcast=True))
+        return cast(r, a.dtype, bitcast=True)
+    return _elementwise("shr", a, b)
 
 
 def minimum(a, b, propagate_nan=False) -> tensor:

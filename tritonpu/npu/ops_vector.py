@@ -96,6 +96,13 @@ def _vbinary(st, inst, prog):
     return run
 
 
+def _operand_scalar(v, dt, c):
+    """The scalar operand of a ``.T`` vector op: a value of T (a literal 0.1 of an f16 op is the
+    f16 nearest 0.1), then widened to the type the op computes in."""
+    s = np_scalar(v, dt)
+    return s if c is dt else c.type(s)
+
+
 @family("vscalar", _BINOPS + ["rsub", "rdiv"])
 def _vscalar(st, inst, prog):
     R, rows_g, tick, m = _common(st, inst)
@@ -106,11 +113,11 @@ def _vscalar(st, inst, prog):
     ga = vec_operand(st, inst, inst.args[1], dt, V, False)
     sv = inst.args[2]
     if sv.static:
-        s0 = np_scalar(sv.value(), c)
+        s0 = _operand_scalar(sv.value(), dt, c)
         gs = lambda: s0  # noqa: E731
     else:
         g = getter(sv, R)
-        gs = lambda: np_scalar(g(), c)  # noqa: E731
+        gs = lambda: _operand_scalar(g(), dt, c)  # noqa: E731
     cols_g = getter(inst.args[3], R)
     cost, eb = cycles.COSTS[inst.spec.cost], dt.itemsize
 
@@ -174,7 +181,7 @@ def _vcmp(st, inst, prog):
     scalar = inst.spec.impl == "vcmp" and inst.spec.name.startswith("vcmps")
     if scalar:
         g = getter(inst.args[2], R)
-        gb = lambda r, k: np_scalar(g(), c)  # noqa: E731
+        gb = lambda r, k: _operand_scalar(g(), dt, c)  # noqa: E731
     else:
         gb = vec_operand(st, inst, inst.args[2], dt, V, False)
     cols_g = getter(inst.args[3], R)

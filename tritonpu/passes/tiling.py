@@ -8,8 +8,8 @@ of T rows (T the largest power of two dividing D0 whose tiles fit): each transfe
 rows further and its valid extent along dimension 0 becomes ``clamp(valid - t, 0, T)``, each
 ``arange`` along dimension 0 is offset by ``t``.  Which values carry the rows is decided by how
 they flow (``b[None, :]`` is one row of a column vector, ``a[:, None]`` keeps ``a``'s rows), not by
-their sizes: column vectors stay whole in every tile, whatever their length.  Every element is computed, read and written
-exactly as before.  Runtime sizes never change the code: ragged tails are handled by the valid
+their sizes: column vectors stay whole in every tile, whatever their length.  Every element is
+computed, read and written exactly as before.  Runtime sizes never change the code: ragged tails are handled by the valid
 extents.  A block that cannot be tiled this way (reductions, scans, dots, control flow over
 blocks) and does not fit is a ``CompilationError`` naming the value, its source line, the bytes
 it needs and the space.
