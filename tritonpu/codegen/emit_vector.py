@@ -251,8 +251,7 @@ class VectorEmitter:
         g = _rank3_geometry(t, axis)
         if g is not None:
             return g
-        self.fail("reductions and scans of rank > 3 blocks (and scans along the middle axis of rank-3 "
-                  "ones) are not supported on the NPU yet; reshape to 2D")
+        self.fail("reductions and scans of rank > 3 blocks are not supported on the NPU yet; reshape to 2D")
 
     def _rank3_rows(self, t: Tile, axis: int):
         """A rank-3 tile laid out so that ``_reduce_geometry`` takes it, and the axis to reduce there:
@@ -301,8 +300,18 @@ class VectorEmitter:
 
     def kind_scan(self, op) -> None:
         src = self.dense(self.as_tile(op.operands[0]))
-        dst = self.out_tile(op.result)
-        rows, cols, axis, (a, rs, cs) = self._reduce_geometry(src, op.attrs["axis"])
+        out = dst = self.out_tile(op.result)
+        axis = op.attrs["axis"]
+        if len(src.shape) == 3 and axis == 1:
+            # along the middle axis: scan a (B, K, M) copy along its last axis, copy the result back
+            src, axis = self._rank3_rows(src, axis)
+            src = self.dense(src)
+            dst = Tile.dense(self.scratch(src.numel * out.esize), out.dtype, src.shape, out.esize)
+        moved = dst
+        rows, cols, axis, (a, rs, cs) = self._reduce_geometry(src, axis)
+        if len(src.shape) == 3:     # both dense: from here on, their (rows, cols) views
+            src = Tile.dense(src.addr, src.dtype, (rows, cols), src.esize)
+            dst = Tile.dense(dst.addr, dst.dtype, (rows, cols), dst.esize)
         if op.attrs["op"] == "prod" and op.attrs.get("reverse"):
             self.fail("a reverse tl.cumprod is not supported on the NPU yet (the suffix products "
                       "cannot be derived from the prefix products exactly)")
@@ -332,6 +341,9 @@ class VectorEmitter:
             self.vec(f"vadd.{dst.dtype}", dst, [dst, view])
             self.vec(f"vadd.{dst.dtype}", dst, [dst, src])
             del n_red
+        if moved is not out:
+            self.copy_tile(out, moved.with_(shape=out.shape,
+                                            strides=(moved.strides[0], moved.strides[2], moved.strides[1])))
 
     # ---- pointer tiles (byte offsets into one parameter, i64) -----------------------------------------
     def v_addptr(self, op) -> None:
