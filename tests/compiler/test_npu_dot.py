@@ -260,3 +260,32 @@ def test_batched_dot_is_one_dot_per_batch_entry(B, M, N, K, dt, backend):
     c = np.zeros((B, M, N), np.float32)
     _batched_dot[(1,)](a, b, c, B=B, M=M, N=N, K=K, backend=backend)
     np.testing.assert_allclose(c, 2 * np.matmul(a.astype(np.float32), b.astype(np.float32)), rtol=1e-4, atol=1e-4)
+
+
+@tritonpu.jit
+def _dot_of_transposed_dot(q_ptr, k_ptr, dk_ptr, N, D: tl.constexpr, B: tl.constexpr):
+    offs_n = tl.program_id(0) * B + tl.arange(0, B)
+    offs_d = tl.arange(0, D)
+    k = tl.load(k_ptr + offs_n[:, None] * D + offs_d[None, :])
+    dk = tl.zeros((B, D), tl.float32)
+    for start_m in range(0, N, B):
+        q = tl.load(q_ptr + (start_m + tl.arange(0, B))[:, None] * D + offs_d[None, :])
+        p = tl.dot(q, tl.trans(k))
+        dk += tl.dot(tl.trans(p), q)
+    tl.store(dk_ptr + offs_n[:, None] * D + offs_d[None, :], dk)
+
+
+@pytest.mark.parametrize("double_buffer", [True, False])
+@pytest.mark.parametrize("programs", [1, 2, 3])
+def test_a_dot_of_a_transposed_dot_accumulated_in_a_loop(programs, double_buffer):
+    # the flash-attention-2 backward pattern: regression for the program loop's L1-carried k tile,
+    # whose tl.trans view after the loop (the odd last program) was not kept in L1 — the next load
+    # took its buffer and the last program multiplied by q
+    N, D, B = 64, 16, 16
+    rng = np.random.default_rng(programs)
+    q, k = (rng.standard_normal((N, D)).astype(np.float32) for _ in range(2))
+    dk = np.zeros((N, D), np.float32)
+    _dot_of_transposed_dot[(programs,)](q, k, dk, N, D=D, B=B, double_buffer=double_buffer)
+    for g in range(programs):
+        rows = slice(g * B, (g + 1) * B)
+        np.testing.assert_allclose(dk[rows], (q @ k[rows].T).T @ q, rtol=1e-4, atol=1e-3)

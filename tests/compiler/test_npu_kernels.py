@@ -3,6 +3,7 @@ assembly that ran (FileCheck), the stages kept in ``h.asm``, the CLI, and compil
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 
@@ -217,3 +218,16 @@ def test_cli_prints_passes_isa_and_profile():
     bad = subprocess.run([sys.executable, "-m", "tritonpu.cli", "run", "kernels/vector_add.py",
                           "--print-ir-after=nosuchpass"], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert bad.returncode == 2 and "unknown pass 'nosuchpass'" in bad.stderr
+
+
+def test_a_carried_value_that_overflows_ub_is_reported_at_its_source_line():
+    # attention with 128x128 blocks at head dim 128: the loop-carried accumulator is the largest
+    # value live at the peak; its group starts with the loop's region argument, which has no
+    # source — the error names the line of the loop that carries it (it had no location)
+    fa = _kernels("flash_attention")
+    q = np.zeros((1, 256, 128), np.float16)
+    with pytest.raises(tritonpu.CompilationError) as e:
+        fa.attention(q, q, q, BLOCK_M=128, BLOCK_N=128)
+    first = str(e.value).splitlines()[0]
+    assert re.match(r".*kernels/flash_attention\.py:\d+:\d+: error: the kernel needs \d+ bytes of Unified Buffer", first)
+    assert "tensor<128x128xf32>" in first

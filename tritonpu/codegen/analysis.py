@@ -240,7 +240,8 @@ class Analysis:
                 continue
             ok = all(self.home.get(id(v)) == L1 for v in ends) and \
                 (not self.users.get(id(res)) or self._dot_operand_only(res))
-            views = [u.result for u, _ in self.users.get(id(arg), []) if u.name == "permute"]
+            # (tl.trans views of the carried tile, in the loop and of its result after it)
+            views = [u.result for v in (arg, res) for u, _ in self.users.get(id(v), []) if u.name == "permute"]
             for v in [arg, res] + views + ([] if ok else ends):
                 want = L1 if ok else UB
                 if self.home.get(id(v)) != want:

@@ -41,7 +41,9 @@ def _first_fit(groups, align: int, cap: int, space: str, addr_of: dict) -> int:
             if peak > cap:
                 live = max(active, key=lambda a: a[1] - a[0])[2]
                 v = live.first
-                where = v.owner.loc if v.owner is not None else None
+                # (a loop-carried group starts with the region argument: its source is where a
+                # member is computed)
+                where = next((x.owner.loc for x in live.values if x.owner is not None), None)
                 name = f"`{v.name}`" if v.name else f"a {v.type} value"
                 full = {"ub": "Unified Buffer", "l1": "L1", "l0c": "L0C"}[space]
                 raise CompilationError.at(
