@@ -154,18 +154,24 @@ def _share_memory(kernel, arrays) -> bool:
     return False
 
 
-def launch_npu(kernel, arrays, grid, options) -> object:
-    """Run a CompiledKernel on the virtual NPU; returns the launch's Stats."""
-    from tritonpu.npu import NpuError
-    may_alias = _share_memory(kernel, arrays)
-    # compilations per pass pipeline (and aliasing); several when they assumed argument values
+def artifact(kernel, options: dict, scalars: dict, may_alias: bool = False) -> NpuKernel:
+    """``kernel`` compiled for the NPU with these options and scalar arguments — made once and kept
+    on the kernel: compilations per pass pipeline (and aliasing), several when they assumed
+    argument values (see :class:`NpuKernel.accepts`)."""
     key = ("npu",) + tuple(pipeline_for(options)) + (("may-alias",) if may_alias else ())
-    scalars = {p.name: a for p, a in zip(kernel.fn.args, arrays) if not p.type.is_ptr}
     arts = kernel.backend_artifacts.setdefault(key, [])
     art = next((a for a in arts if a.accepts(scalars)), None)
     if art is None:
         art = compile_npu(kernel.asm["ir"], {**options, "may_alias": may_alias, "scalars": scalars})
         arts.append(art)
+    return art
+
+
+def launch_npu(kernel, arrays, grid, options) -> object:
+    """Run a CompiledKernel on the virtual NPU; returns the launch's Stats."""
+    from tritonpu.npu import NpuError
+    scalars = {p.name: a for p, a in zip(kernel.fn.args, arrays) if not p.type.is_ptr}
+    art = artifact(kernel, options, scalars, _share_memory(kernel, arrays))
     for k in [k for k in kernel.asm if k in NPU_PIPELINE + ["isa"] and k not in art.asm]:
         del kernel.asm[k]            # h.asm shows the stages of the launch that ran last
     for k, v in art.asm.items():

@@ -9,8 +9,8 @@ rows further and its valid extent along dimension 0 becomes ``clamp(valid - t, 0
 ``arange`` along dimension 0 is offset by ``t``.  Which values carry the rows is decided by how
 they flow (``b[None, :]`` is one row of a column vector, ``a[:, None]`` keeps ``a``'s rows), not by
 their sizes: column vectors stay whole in every tile, whatever their length.  Every element is
-computed, read and written exactly as before.  Runtime sizes never change the code: ragged tails are handled by the valid
-extents.  A block that cannot be tiled this way (reductions, scans, dots, control flow over
+computed, read and written exactly as before.  Runtime sizes never change the code: ragged tails
+are handled by the valid extents.  A block that cannot be tiled this way (reductions, scans, dots, control flow over
 blocks) and does not fit is a ``CompilationError`` naming the value, its source line, the bytes
 it needs and the space.
 """
@@ -90,9 +90,10 @@ class Tiling(Pass):
         blocks = [v for op in ops for v in list(op.results) + list(op.operands) if v.type.is_block]
         d0s = {v.type.shape[0] for v in blocks if len(v.type.shape) > 1 and v.type.shape[0] != 1} or \
             {v.type.shape[0] for v in blocks if v.type.shape[0] != 1}
-        rows = _row_values(ops, d0s.pop()) if len(d0s) == 1 and not (nested or bad) else None
+        d0 = d0s.pop() if len(d0s) == 1 else None
+        rows = _row_values(ops, d0) if d0 is not None and not (nested or bad) else None
         big = _too_big(fn, cap)
-        if rows is None:
+        if not rows:                # (no block carries the rows: nothing to split either)
             if _fits(fn, reuse=True):
                 return
             if big:
@@ -100,7 +101,6 @@ class Tiling(Pass):
                 why = _why_not(bad or inner, nested) or " (its blocks do not share one leading dimension)"
                 _fail(*big, cap, " and not splittable here" + why)
             return      # buffer planning reports what does not fit together
-        d0 = next(v.type.shape[0] for v in blocks if id(v) in rows)
         t = d0
         while t > 1:
             t //= 2

@@ -104,10 +104,9 @@ class WarmedKernel(LaunchHandle):
     def _ub_bytes(self) -> int:
         if self.backend != "npu":
             return 0
-        from tritonpu.codegen.pipeline import compile_npu
+        from tritonpu.codegen.pipeline import artifact      # (the launch that follows reuses it)
         scalars = {p.name: tl._unwrap(self._bound[p.name]) for p in self.kernel.fn.args if not p.type.is_ptr}
-        art = compile_npu(self.kernel.asm["ir"], {**self._options, "scalars": scalars})
-        return art.ub_bytes
+        return artifact(self.kernel, self._options, scalars).ub_bytes
 
     def __getitem__(self, grid):
         def launch(*args, **kwargs):
