@@ -126,6 +126,8 @@ for _op, _doc in [("fadd", "a + b"), ("fsub", "a - b"), ("fmul", "a * b"), ("fdi
 for _op in ("neg", "abs", "sqrt", "exp", "log", "floor", "ceil"):
     _add("f" + _op, (), (("d", "rd"), ("a", "val")), "S", "scalar", "sfunary", _op,
          f"d = {_op}(a) in float64", "scalar")
+_add("ffma", ("F",), (("d", "rd"), ("a", "val"), ("b", "val"), ("c", "val")), "S", "scalar", "sfma",
+     "fma", "d = a * b + c rounded once to T (f64: twice)", "scalar")
 _add("itof", (), (("d", "rd"), ("a", "val")), "S", "scalar", "sconv", "itof",
      "d = float(a)", "scalar")
 _add("ftoi", (), (("d", "rd"), ("a", "val")), "S", "scalar", "sconv", "ftoi",
@@ -197,6 +199,8 @@ for _op, _ts, _doc in _BIN:
     _add("v" + _op + "s", (_ts,), _V + (("a", "ub:r"), ("s", "val"), ("cols", "val")), "V", _cost,
          "vscalar", _op, f"as v{_op} with b replaced by scalar s (register or immediate, taken as a value of T)",
          "vector", _VO)
+_add("vfma", ("F",), _V + (("a", "ub:r"), ("b", "ub:r"), ("c", "ub:r"), ("cols", "val")), "V",
+     "vector", "vfma", "fma", "dst[r, c] = a * b + c, rounded once (f64: twice)", "vector", _VO)
 _add("vrsubs", ("N",), _V + (("a", "ub:r"), ("s", "val"), ("cols", "val")), "V", "vector",
      "vscalar", "rsub", "dst[r, c] = s - a[r, c]", "vector", _VO)
 _add("vrdivs", ("N",), _V + (("a", "ub:r"), ("s", "val"), ("cols", "val")), "V", "vector_slow",
@@ -240,8 +244,9 @@ for _op, _doc in [("sum", "sum"), ("max", "max (floats: NaNs ignored unless all 
          "a[:rows, c]", "vector", _VO + (("axis", "val", 1),))
 for _op in ("cumsum", "cumprod"):
     _add("v" + _op, ("N",), _V + (("a", "ub:r"), ("cols", "val")), "V", "vector_reduce", "vscan", _op,
-         f"dst = {_op} of a along axis (1: within each row, 0: down columns)", "vector",
-         _VO + (("axis", "val", 1),))
+         f"dst = {_op} of a along axis (1: within each row, 0: down columns); reverse=1: from the "
+         "last element to the first (dst[i] = the {_op[3:]} of a[i:])", "vector",
+         _VO + (("axis", "val", 1), ("reverse", "val", 0)))
 _add("vtranspose", ("A",), _V + (("a", "ub:r"), ("cols", "val")), "V", "vector", "vtranspose",
      "transpose", "dst[c, r] = a[r, c] (dst is cols x rows)", "vector", _VO)
 
@@ -273,12 +278,19 @@ _add("mov.ub.l1", ("A?",), (("dst", "l1:w"), ("src", "ub:r")) + _DESC, "MTE3", "
 _add("mov.ub.ub", ("A?",), (("dst", "ub:w"), ("src", "ub:r")) + _DESC, "V", "transfer", "xfer",
      "ub->ub", "copy segments UB -> UB (on the vector pipe)", "transfer")
 _GD = (("nrows", "val"), ("row_bytes", "val"), ("row_stride", "val"))
+_GATHER_OPTS = (("idx", "none", "i32"), ("mask", "ub:r", "none"), ("pad", "val", "none"),
+                ("valid", "val", "row_bytes"), ("nseg", "val", 1), ("seg_stride", "val", 0),
+                ("dst_seg_stride", "val", 0))
 _add("gather.gm.ub", ("A?",), (("dst", "ub:w"), ("base", "gm:r"), ("idx", "ub:r")) + _GD
      + (("dst_stride", "val"),), "MTE2", "gather", "gather", "gather",
      "row i (< nrows): row_bytes from base + idx[i]*row_stride to dst + i*dst_stride; idx=i32|i64; "
      "mask= (u8 per row) skips rows, filled with pad (type T) if given; valid= reads only the first "
-     "valid bytes of each row and fills the rest with pad", "transfer",
-     (("idx", "none", "i32"), ("mask", "ub:r", "none"), ("pad", "val", "none"), ("valid", "val", "row_bytes")))
+     "valid bytes of each row and fills the rest with pad; nseg= moves nseg such segments per row, "
+     "segment r from seg_stride*r further in GM to dst_seg_stride*r further (a gather of columns: "
+     "idx picks the columns, the segments are the rows)", "transfer", _GATHER_OPTS)
+_add("gather.gm.l1", ("A?",), (("dst", "l1:w"), ("base", "gm:r"), ("idx", "ub:r")) + _GD
+     + (("dst_stride", "val"),), "MTE2", "gather", "gather", "gather",
+     "as gather.gm.ub, into L1 (rows of a dot operand picked by an index vector)", "transfer", _GATHER_OPTS)
 _add("scatter.ub.gm", ("A?",), (("base", "gm:w"), ("src", "ub:r"), ("idx", "ub:r")) + _GD
      + (("src_stride", "val"),), "MTE3", "gather", "gather", "scatter",
      "row i: row_bytes from src + i*src_stride to base + idx[i]*row_stride; mask= skips rows; "

@@ -92,3 +92,28 @@ def float_to_int(x, dt) -> np.ndarray:
     hi, lo, nan = x >= float(info.max), x <= float(info.min), np.isnan(x)
     inside = np.where(hi | lo | nan, 0, x).astype(dt)
     return np.where(hi, dt.type(info.max), np.where(lo, dt.type(info.min), inside))
+
+
+def fma(a, b, c, dt) -> np.ndarray:
+    """``a * b + c`` in element type ``dt`` as every backend computes ``tl.fma``: for f16, bf16 and
+    f32 rounded once, as a fused multiply-add does.  The product of two such values is exact in
+    f64; the f64 sum is taken with round-to-odd (the nearest sum, moved one ulp toward the exact
+    one when it is inexact and even), which f64's 53 bits make round correctly to any type of at
+    most 25 bits.  f64 computes ``a * b`` and ``+ c`` in f64 (two roundings); integers wrap."""
+    dt = np.dtype(dt)
+    if dt.kind != "f" and dt != SCALARS["bf16"].np:
+        with np.errstate(over="ignore"):
+            return (np.asarray(a, dt) * np.asarray(b, dt) + np.asarray(c, dt)).astype(dt)
+    with np.errstate(all="ignore"):
+        p = np.asarray(a).astype(np.float64) * np.asarray(b).astype(np.float64)
+        c64 = np.asarray(c).astype(np.float64)
+        s = p + c64
+        if dt == np.float64:
+            return s
+        bb = s - p                                   # TwoSum: the exact error of s = p + c64
+        err = (p - (s - bb)) + (c64 - bb)
+        bits = np.atleast_1d(s).view(np.int64).copy()
+        fix = np.atleast_1d((err != 0) & np.isfinite(err) & np.isfinite(s)) & ((bits & 1) == 0)
+        toward = np.atleast_1d((err > 0) == (s > 0))     # away from zero when the error adds magnitude
+        bits[fix] += np.where(toward[fix], 1, -1)
+        return bits.view(np.float64).reshape(np.shape(s)).astype(dt)

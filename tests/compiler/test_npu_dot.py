@@ -185,7 +185,7 @@ def test_k_loop_accumulator_stays_in_l0c_through_the_odd_last_trip(k_trips, epil
     if k_trips == 1:        # the launch's K makes one trip: versioning leaves no K loop at all
         assert "single_trip = true" in ir
         return
-    assert 'double_buffer = "on"' in ir
+    assert 'double_buffer = "on' in ir
     tail = [ln for ln in ir.splitlines() if "= dot " in ln and "l0c = 0" not in ln]
     assert not tail, tail                               # every dot accumulates in L0C
     if epilogue:

@@ -40,7 +40,9 @@ def test_block_pointer_matmul(backend, M, N, K):
     if backend == "npu":     # structured: operands straight into L1, the accumulator stays in L0C
         assert "gm->ub" not in h.stats.bytes_by_path and h.stats.bytes_by_path["gm->l1"] > 0
         programs = triton.cdiv(M, 64) * triton.cdiv(N, 64)
-        assert h.stats.bytes_by_path["l0c->ub"] == programs * 64 * 64 * 4      # drained once per program
+        # FIX converts the accumulator to fp16 on its way to GM, once per program (the valid part)
+        assert "l0c->ub" not in h.stats.bytes_by_path and "ub->gm" not in h.stats.bytes_by_path
+        assert h.stats.bytes_by_path["l0c->gm"] == M * N * 2
 
 
 @triton.jit

@@ -5,6 +5,8 @@ pipe/flag/barrier timing rules, the L2 model, multi-core launches and the roofli
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
@@ -49,6 +51,8 @@ def test_scalar_control_sync_cost_one_cycle():
             line += f"\nnext_{name.replace('.', '_')}:"
         elif name == "cvt":
             line = "cvt.i32 s1, 5"
+        elif name == "ffma":
+            line = "ffma.f32 s1, 2, 2, 2"
         elif ins.impl == "dbg":       # print / assert on the scalar unit: 1 cycle each
             line = {"dbg.print": "dbg.print.i32 msg, ub[0], 4, rows=2, rank=2",
                     "dbg.prints": "dbg.prints.f32 msg, 2.5", "dbg.assert": "dbg.assert msg, ub[64], 1",
@@ -187,6 +191,25 @@ def test_gather_rows_share_lines_within_one_transfer():
     assert ev[2][2:] == (2, 16)                               # 100 + 32 beats at 64 B/cycle
     assert st.cycles == 201 + 21 + 200                        # the gathered rows land
     COST_COVERED.update(["gather.gm.ub", "scatter.ub.gm"])
+
+
+def test_gather_into_l1_and_gather_of_columns_cost_like_a_gather():
+    """gather.gm.l1 is priced like gather.gm.ub; with nseg= every segment of every index pays
+    its own beats (a column gather of 2-byte elements moves one beat per element)."""
+    t = np.zeros((64, 64), np.float16)                    # rows of 128 B: 4 per 512 B line
+    idx = np.array([0, 5, 9, 63], np.int32)
+    text = """.param t gm f16
+.param idx gm i32
+    mov.gm.ub ub[0], idx[0], 1, 16, 0, 0
+    gather.gm.l1 l1[0], t[0], ub[0], 4, 128, 128, 128
+    gather.gm.ub ub[1024], t[0], ub[0], 4, 2, 2, 2, nseg=8, seg_stride=128, dst_seg_stride=8
+"""
+    ev, st = durations(text, dict(t=t, idx=idx))
+    # rows 0, 5, 9, 63 are in four different lines: 16 cold beats at DDR's 32 B/cycle
+    assert ev[1][2:] == (201, 16)
+    # 4 columns x 8 rows: 32 one-beat segments, in the lines of rows 0-7 the gather read: warm
+    assert ev[2][2:] == (201 + 16, math.ceil(32 * 32 / 110))
+    COST_COVERED.update(["gather.gm.l1"])
 
 
 def test_onchip_and_write_paths():

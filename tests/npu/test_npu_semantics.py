@@ -2,13 +2,14 @@
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 
 import ml_dtypes
 import numpy as np
 import pytest
 
 from npu_helpers import run_scalar, run_vec, tname
-from tritonpu.dtypes import SCALARS
+from tritonpu.dtypes import SCALARS, fma
 from tritonpu.isa import INSTRUCTIONS
 from tritonpu.npu import assemble
 
@@ -288,15 +289,57 @@ def test_vector_reduce(op, dt):
 @pytest.mark.parametrize("op", ["cumsum", "cumprod"])
 @pytest.mark.parametrize("dt", ["f32", "f16", "i32"])
 @pytest.mark.parametrize("axis", [1, 0])
-def test_vector_scan(op, dt, axis):
+@pytest.mark.parametrize("reverse", [False, True])
+def test_vector_scan(op, dt, axis, reverse):
+    """reverse=1 scans from the last element: the mirror image of the forward scan of the mirrored
+    data, operation for operation (so an inf or a cancellation ahead of an element never reaches it)."""
     dt = npd(dt)
     a = data(dt, R * S, 13, small=True)
     out0 = np.zeros(R * S, dt)
-    out = run_vec(f"    v{op}.{tname(dt)} ub[O, {S}], ub[A, {S}], {K}, rows={R}, axis={axis}", [a], out0.copy())
+    out = run_vec(f"    v{op}.{tname(dt)} ub[O, {S}], ub[A, {S}], {K}, rows={R}, axis={axis}"
+                  + (", reverse=1" if reverse else ""), [a], out0.copy())
     f = np.cumsum if op == "cumsum" else np.cumprod
-    ref = f(in_f32(tile(a)), axis=axis, dtype=F32 if dt in HALF else dt).astype(dt)
+    x = in_f32(tile(a))
+    if reverse:
+        ref = np.flip(f(np.flip(x, axis), axis=axis, dtype=F32 if dt in HALF else dt), axis).astype(dt)
+    else:
+        ref = f(x, axis=axis, dtype=F32 if dt in HALF else dt).astype(dt)
     np.testing.assert_array_equal(out, expect_tile(out0, ref))
     cover("v" + op)
+
+
+def test_vector_reverse_cumsum_is_a_right_to_left_sum():
+    """The fuzzer's cases: an inf at the front stays at the front; 1 + 1e8 - 1e8 from the right is 1."""
+    a = np.zeros(16, np.float32)
+    a[:3] = [np.inf, 1, 0]
+    out = run_vec("    vcumsum.f32 ub[O], ub[A], 16, reverse=1", [a], np.zeros(16, np.float32))
+    assert out[:3].tolist() == [np.inf, 1.0, 0.0]
+    a[:3] = [1, 1e8, -1e8]
+    out = run_vec("    vcumsum.f32 ub[O], ub[A], 16, reverse=1", [a], np.zeros(16, np.float32))
+    assert out[:3].tolist() == [1.0, 0.0, -1e8]
+
+
+@pytest.mark.parametrize("dt", ["f32", "f16", "bf16"])
+def test_vector_fma_rounds_once(dt):
+    """vfma is a fused multiply-add: (1 + 2^-12)^2 + 2^-80 is just above the f32 midpoint
+    1 + 2^-11 + 2^-24, so it rounds up; a multiply and an add (or the f64 sum rounded twice)
+    give 1 + 2^-11."""
+    dt = npd(dt)
+    a, b, c = data(dt, 64, 21), data(dt, 64, 22), data(dt, 64, 23)
+    if dt == F32:
+        a[0] = b[0] = 1 + 2.0 ** -12
+        c[0] = 2.0 ** -80
+    out = run_vec(f"    vfma.{tname(dt)} ub[O], ub[A], ub[B], ub[C], 64", [a, b, c], np.zeros(64, dt))
+    if dt != npd("bf16"):        # correctly rounded: neither neighbour is nearer the exact value
+        for x, y, z, got in zip(a, b, c, out):
+            exact = Fraction(float(x)) * Fraction(float(y)) + Fraction(float(z))
+            err = abs(Fraction(float(got)) - exact)
+            for toward in (-np.inf, np.inf):
+                assert err <= abs(Fraction(float(np.nextafter(got, dt.type(toward)))) - exact)
+    np.testing.assert_array_equal(out, fma(a, b, c, dt))
+    if dt == F32:
+        assert out[0] == np.float32(1 + 2.0 ** -11 + 2.0 ** -23)
+    cover("vfma")
 
 
 def test_vector_transpose():
@@ -480,6 +523,65 @@ def test_gather_and_scatter_with_mask_pad_and_atomic():
     cover("gather.gm.ub", "scatter.ub.gm")
 
 
+def test_gather_of_columns_moves_nseg_segments_per_index():
+    """nseg=: each index moves nseg segments seg_stride apart in GM, dst_seg_stride apart on chip --
+    columns picked by an index vector, their rows as the segments; masked-off columns and the bytes
+    past valid= get the pad."""
+    table = np.arange(6 * 10, dtype=np.float32).reshape(6, 10)
+    idx = np.array([7, 0, 9, 3], np.int32)               # columns (element offsets)
+    mask = np.array([1, 1, 0, 1], np.uint8)
+    out = np.zeros((5, 4), np.float32)
+    text = """.kernel t
+.param table gm f32
+.param idx gm i32
+.param mask gm u8
+.param out gm f32
+    mov.gm.ub ub[0], idx[0], 1, 16, 0, 0
+    mov.gm.ub ub[64], mask[0], 1, 4, 0, 0
+    gather.gm.ub.f32 ub[1024], table[4], ub[0], 4, 4, 4, 4, nseg=5, seg_stride=40, dst_seg_stride=16, mask=ub[64], pad=-1.0
+    set_flag MTE2, MTE3, 0
+    wait_flag MTE2, MTE3, 0
+    mov.ub.gm out[0], ub[1024], 1, 80, 0, 0
+"""
+    st = assemble(text).run(dict(table=table, idx=idx, mask=mask, out=out))
+    # base table[4] (bytes): one element on; index i, row r: element 1 + idx[i] + 10 r
+    exp = table.ravel()[1 + idx[None, :] + 10 * np.arange(5)[:, None]].copy()
+    exp[:, 2] = -1.0
+    np.testing.assert_array_equal(out, exp)
+    assert st.bytes_by_path["gm->ub"] == 16 + 4 + 3 * 5 * 4        # the kept columns' segments only
+
+
+def test_gather_into_l1_feeds_the_cube():
+    """gather.gm.l1: rows picked by an index vector land in L1 (a dot operand); checked through
+    the cube against an identity matrix."""
+    table = (np.arange(40 * 16) % 97).astype(np.float16).reshape(40, 16)
+    idx = np.array([3, 39, 0, 7, 7, 12, 5, 30, 31, 2, 8, 9, 10, 11, 1, 20], np.int32)
+    eye = np.eye(16, dtype=np.float16)
+    out = np.zeros((16, 16), np.float32)
+    text = """.kernel t
+.param table gm f16
+.param idx gm i32
+.param eye gm f16
+.param out gm f32
+    mov.gm.ub ub[0], idx[0], 1, 64, 0, 0
+    gather.gm.l1.f16 l1[0], table[0], ub[0], 16, 32, 32, 32
+    mov.gm.l1 l1[512], eye[0], 1, 512, 0, 0
+    set_flag MTE2, MTE1, 0
+    wait_flag MTE2, MTE1, 0
+    mov.l1.l0a l0a[0], l1[0], 1, 512, 0, 0
+    mov.l1.l0b l0b[0], l1[512], 1, 512, 0, 0
+    set_flag MTE1, M, 0
+    wait_flag MTE1, M, 0
+    mmad.f32.f16 l0c[0], l0a[0], l0b[0], 16, 16, 16
+    set_flag M, FIX, 0
+    wait_flag M, FIX, 0
+    mov.l0c.gm.f32.f32 out[0], l0c[0], 16, 64, 64, 64
+"""
+    assemble(text).run(dict(table=table, idx=idx, eye=eye, out=out))
+    np.testing.assert_array_equal(out, table[idx].astype(np.float32))
+    cover("gather.gm.l1")
+
+
 @pytest.mark.parametrize("valid", [0, 8, 12, 16])
 def test_gather_valid_reads_part_of_each_row_and_pads_the_rest(valid):
     table = np.arange(100 * 4, dtype=np.float32).reshape(100, 4)
@@ -546,6 +648,16 @@ def test_scalar_float_and_conversions():
         assert out[8 + j] == pytest.approx(r, rel=1e-15)
     assert out[20:25].tolist() == [3.5, 3.0, -3.0, float(np.float16(0.1)), 44.0]
     cover(*SFLOAT, *SFUN, "itof", "ftoi", "cvt", "mov")
+
+
+def test_scalar_fma_rounds_once():
+    """ffma.T rounds a * b + c once to T: (1 + 2^-12)^2 + 2^-80 in f32 is 1 + 2^-11 + 2^-23
+    (fmul + fadd + cvt.f32 would give 1 + 2^-11)."""
+    x = repr(1 + 2.0 ** -12)
+    out = run_scalar(f"    mov s1, {x}\n    ffma.f32 s2, s1, s1, {2.0 ** -80!r}\n    sst.f64 out[0], s2\n"
+                     f"    ffma.f64 s3, s1, s1, 1.0\n    sst.f64 out[8], s3", n=2, dtype=np.float64)
+    assert out.tolist() == [float(np.float32(1 + 2.0 ** -11 + 2.0 ** -23)), 2 + 2.0 ** -11 + 2.0 ** -24]
+    cover("ffma")
 
 
 def test_scalar_compare_select_and_branches():

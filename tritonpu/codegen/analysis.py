@@ -4,8 +4,9 @@
   registers, except scalars computed by the vector unit (a reduction's result, or arithmetic on
   one), which stay in UB as one-element tiles so that no V -> S round trip is needed.  Loop- and
   branch-carried values take the home of what flows into them (a fixed point).
-* **Cube homes.**  A 2-D ``load_tile`` with contiguous rows whose every use is a ``tl.dot`` operand
-  (directly or through ``tl.trans``) lives in L1: MTE2 brings it there without touching UB.  A
+* **Cube homes.**  A 2-D ``load_tile`` with contiguous rows, or a row or column gather, whose every
+  use is a ``tl.dot`` operand (directly or through ``tl.trans``) lives in L1: MTE2 brings it there
+  without touching UB.  A
   value a ``for`` loop carries only as the ``acc`` of one dot whose result it yields, starting
   from zeros, lives in L0C across the loop: the cube accumulates in place and FIX drains it once
   after the loop (the loop's result is a UB tile).
@@ -26,6 +27,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from tritonpu.ir import Function, Op, Value
+from tritonpu.ir.ops import TILE_LOADS
 
 UB, REG, L1, L0C = "ub", "reg", "l1", "l0c"
 NOWHERE = "none"        # a value nothing reads (an L0C accumulator's zeros)
@@ -61,6 +63,12 @@ class Group:
         return self.values[0]
 
 
+def _if_result_of(dot: Op):
+    """The result of the ``if`` whose then-branch yields ``dot``'s result (a loop's last trip)."""
+    term = dot.parent.terminator
+    return dot.parent.parent.results[term.operands.index(dot.result)]
+
+
 def _const_value(v):
     """The value of a constant (or splat of one), else None."""
     op = v.owner
@@ -80,7 +88,7 @@ REUSE_LOADED = "reuse_loaded_tiles"     # function attribute: see buffer_plannin
 
 
 def _loaded(v) -> bool:
-    return v.owner is not None and v.owner.name in ("load_tile", "gather_rows")
+    return v.owner is not None and v.owner.name in TILE_LOADS
 
 
 def _in_place_ok(op) -> bool:
@@ -105,8 +113,9 @@ class Analysis:
             for i, v in enumerate(op.operands):
                 self.users.setdefault(id(v), []).append((op, i))
         self.l0c_loops: dict = {}        # id(for op) -> {iter index: dot op}
-        self.l0c_tails: dict = {}        # id(for op) -> {iter index: the dot of its odd last trip}
-        self.l0c_stored: dict = {}       # id(for op) -> {iter index: the final accumulator FIX stores}
+        self.l0c_tails: dict = {}        # id(for op) -> {iter index: the dots of the trips it leaves}
+        self.l0c_stored: dict = {}       # id(for op) -> {iter index: the values from the loop's final
+        #                                    accumulator to the one FIX stores (ifs, a cast), all in L0C}
         self._cube_homes(fn)
         self._homes(fn)
         self._groups(fn)
@@ -139,7 +148,7 @@ class Analysis:
                 for res in op.results:
                     self.defined[id(res)] = end
                 pipelined = bool(loops) and loops[-1].attrs.get("double_buffer") == "on"
-                if op.name in ("load_tile", "gather_rows") and pipelined:
+                if op.name in TILE_LOADS and pipelined:
                     # a tile loaded in a loop keeps its buffer for the rest of the trip, so that the
                     # next trip's load into it waits only for the reads of this one
                     self._trip_end.append((op.result, loops[-1]))
@@ -210,8 +219,9 @@ class Analysis:
 
     def _cube_homes(self, fn: Function) -> None:
         for op in fn.walk():
-            if op.name == "load_tile" and len(op.result.type.shape) == 2 and _const_value(op.operands[2]) == 1 \
-                    and self._dot_operand_only(op.result):
+            rows_contiguous = op.name in ("gather_rows", "gather_cols") or \
+                (op.name == "load_tile" and len(op.result.type.shape) == 2 and _const_value(op.operands[2]) == 1)
+            if rows_contiguous and self._dot_operand_only(op.result):
                 self.home[id(op.result)] = L1
                 for u, _ in self.users.get(id(op.result), []):
                     if u.name == "permute":
@@ -219,6 +229,9 @@ class Analysis:
         for op in fn.walk():
             if op.name == "for":
                 self._l0c_carries(op)
+        for op in fn.walk():
+            if op.name == "for":
+                self._l0c_stores(op)
         changed = True
         while changed:              # an L1 init must meet an L1 carry, or neither is in L1
             changed = False
@@ -277,17 +290,64 @@ class Analysis:
             self.l0c_loops.setdefault(id(op), {})[i] = chain
             if init.owner is not None and all(u is op for u, _ in self.users.get(id(init), [])):
                 self.home[id(init)] = NOWHERE     # the zeros are made in L0C, never in UB
-            tail = self._l0c_tail(op.results[i])
-            if tail is not None:
+            # the last trips a pipelined loop leaves (one `if` each) accumulate in the same tile;
+            # all but the last if's result feed the next one's dot
+            tails, v = [], op.results[i]
+            while (t := self._l0c_tail(v)) is not None:
+                if tails:
+                    self.home[id(v)] = L0C
+                tails.append(t)
+                self.home[id(t.result)] = L0C
+                v = _if_result_of(t)
+            if tails:
                 self.home[id(op.results[i])] = L0C
-                self.home[id(tail.result)] = L0C
-                self.l0c_tails.setdefault(id(op), {})[i] = tail
-            final = tail.parent.parent.results[
-                tail.parent.terminator.operands.index(tail.result)] if tail is not None else op.results[i]
-            if self._stored_row_major_only(final):   # FIX writes it to GM straight from L0C
-                self.home[id(op.results[i])] = L0C
-                self.home[id(final)] = L0C
-                self.l0c_stored.setdefault(id(op), {})[i] = final
+                self.l0c_tails.setdefault(id(op), {})[i] = tails
+
+    def _l0c_stores(self, op: Op) -> None:
+        """An L0C accumulator whose final value is only stored (2-D, rows contiguous in GM) stays
+        in L0C after the loop: FIX writes it to GM itself, converting it on the way (a float
+        cast of it that is only stored is that conversion).  The final value may reach the store
+        through the results of ``if``s whose every branch yields such an accumulator (the
+        versions ``unswitch`` makes of the loop): they all share one L0C tile."""
+        for i, chain in self.l0c_loops.get(id(op), {}).items():
+            tails = self.l0c_tails.get(id(op), {}).get(i, [])
+            final = _if_result_of(tails[-1]) if tails else op.results[i]
+            path = [op.results[i], final]
+            while True:
+                uses = self.users.get(id(final), [])
+                if len(uses) != 1 or uses[0][0].name != "yield":
+                    break
+                region = uses[0][0].parent
+                ifop = region.parent if region is not None else None
+                if ifop is None or ifop.name != "if" or not self._l0c_value(ifop.results[uses[0][1]]):
+                    break
+                final = ifop.results[uses[0][1]]
+                path.append(final)
+            uses = self.users.get(id(final), [])
+            cast = uses[0][0] if len(uses) == 1 and uses[0][0].name == "cast" \
+                and final.type.scalar.is_float and uses[0][0].result.type.scalar.is_float else None
+            stored = final if self._stored_row_major_only(final) else \
+                cast.result if cast is not None and self._stored_row_major_only(cast.result) else None
+            if stored is not None:
+                path.append(stored)
+                for v in path:
+                    self.home[id(v)] = L0C
+                self.l0c_stored.setdefault(id(op), {})[i] = tuple(path[1:])
+
+    def _l0c_value(self, v) -> bool:
+        """v is an L0C accumulator: a loop's (its odd last trip's) or an if's whose every branch
+        yields one."""
+        o = v.owner
+        if o is None:
+            return False
+        if o.name == "for":
+            return o.results.index(v) in self.l0c_loops.get(id(o), {})
+        if o.name == "dot":
+            return self.home.get(id(v)) == L0C
+        if o.name == "if":
+            j = o.results.index(v)
+            return all(r.terminator is not None and self._l0c_value(r.terminator.operands[j]) for r in o.regions)
+        return False
 
     def _stored_row_major_only(self, v) -> bool:
         """``v``'s one use is the value of a 2-D ``store_tile`` with unit column stride."""
@@ -367,7 +427,7 @@ class Analysis:
         for res in op.results:
             if res.type.is_block:
                 yield res, UB
-            elif op.name in VECTOR_SCALAR_OPS or op.name in ("load_tile", "gather_rows"):
+            elif op.name in VECTOR_SCALAR_OPS or op.name in TILE_LOADS:
                 yield res, UB
             elif op.name in VIEW_OPS and h.get(id(op.operands[0])) == UB:
                 yield res, UB       # a one-element tile viewed as a scalar stays where it is
@@ -406,7 +466,12 @@ class Analysis:
         for op in fn.walk():
             if op.name in VIEW_OPS and op.results and (op.name != "bitcast"
                                                         or elem_bytes(op.operands[0].type) == elem_bytes(op.result.type)):
-                if self.home.get(id(op.operands[0])) == self.home.get(id(op.result)):
+                # A view shares its operand's storage -- except a scalar register bitcast to
+                # another type: that is an sld into a register of its own (the operand may live on).
+                home = self.home.get(id(op.operands[0]), REG)
+                copied = (home == REG and op.name == "bitcast"
+                          and str(op.operands[0].type) != str(op.result.type))
+                if home == self.home.get(id(op.result), REG) and not copied:
                     merge(group(op.operands[0]), op.result)
                     continue
             if op.name == "for":
@@ -416,11 +481,11 @@ class Analysis:
                         for dot in chain:
                             merge(group(a), dot.result)     # accumulated in place in L0C
                         if self.home.get(id(r)) == L0C:     # and after the loop: the odd last
-                            tail = self.l0c_tails.get(id(op), {}).get(i)    # trip, until FIX stores it
-                            stored = self.l0c_stored.get(id(op), {}).get(i)
-                            for v in (r, tail.result if tail is not None else None, stored):
-                                if v is not None:
-                                    merge(group(a), v)
+                            tails = self.l0c_tails.get(id(op), {}).get(i, [])   # trips, until FIX stores it
+                            stored = self.l0c_stored.get(id(op), {}).get(i, ())
+                            between = [_if_result_of(t) for t in tails[:-1]]
+                            for v in (r, *[t.result for t in tails], *between, *stored):
+                                merge(group(a), v)
                         else:
                             group(r)
                     else:

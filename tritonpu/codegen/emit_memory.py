@@ -199,7 +199,8 @@ class MemoryEmitter:
         S = [self.scalar(v) for v in strides] or [Imm(1)]
         V = [self.scalar(v) for v in valids] or [Imm(1)]
         if src.space == "l0c":      # a cube accumulator: FIX converts and writes it to GM itself
-            self.store_l0c(src, asm_type(ty), param, base, V[0], V[1], self.mul_imm(S[0], src.esize))
+            # (GM rows are strided in the stored type, which FIX converts to)
+            self.store_l0c(src, asm_type(ty), param, base, V[0], V[1], self.mul_imm(S[0], self.esize_of(ty)))
             return
         if r == 3:
             self.slices(self.dense(src), base, S, V, lambda t, g, s, v: self.store_2d(t, param, g, s, v))
@@ -244,30 +245,57 @@ class MemoryEmitter:
     # ---- indexed rows --------------------------------------------------------------------------------
     def op_gather_rows(self, op) -> None:
         ptr, offs, valid = op.operands[:3]
-        mask = op.operands[3] if len(op.operands) > 3 else None
-        other = op.operands[4] if len(op.operands) > 4 else None
+        rows, cols = op.result.type.shape
+        self._gather(op, offs, op.operands[3:], rows, cols, valid_bytes_of=valid)
+
+    def op_gather_cols(self, op) -> None:
+        """Columns picked by an index vector: one gather item per column, its valid rows as
+        segments ``row stride`` apart (rows past them are ``other``)."""
+        ptr, offs, stride, valid = op.operands[:4]
+        rows, cols = op.result.type.shape
+        self._gather(op, offs, op.operands[4:], rows, cols, rows_of=(self.scalar(stride), self.scalar(valid)))
+
+    def _gather(self, op, offs, rest, rows, cols, valid_bytes_of=None, rows_of=None) -> None:
+        """``gather.gm.{ub,l1}`` of rows (``valid_bytes_of``: the valid columns) or of columns
+        (``rows_of``: (row stride, valid rows)); ``rest``: [mask[, other]]."""
+        ptr = op.operands[0]
+        mask = rest[0] if rest else None
+        other = rest[1] if len(rest) > 1 else None
         param, base = self.param(ptr), self.scalar(ptr)
         dst = self.out_tile(op.result)
-        rows, cols = op.result.type.shape
         es = dst.esize
         pad = self.pad_of(other, dst.dtype)
         if pad is None:
             self.fail("gather: `other` must be a scalar or a constant on the NPU")
         idx = self.dense(self.as_tile(offs))
-        V = self.scalar(valid)
-        base_off = f"{param}[{base}]"
+        reads, writes = [Access.gm(param), self.acc(idx)], [self.acc(dst)]
         extra = f", idx={idx.dtype}"
-        reads = [Access.gm(param), self.acc(idx)]
         if mask is not None:
             m = self.dense(self.as_tile(mask))
             extra += f", mask=ub[{m.addr}]"
             reads.append(self.acc(m))
-        if not self.const(V, cols):
-            extra += f", valid={self.mul_imm(V, es)}"      # columns past it get `pad`, by the transfer
-        if mask is not None or not self.const(V, cols):
+        padded = mask is not None
+        if rows_of is None:             # rows: idx picks rows of `cols` elements
+            V = self.scalar(valid_bytes_of)
+            if not self.const(V, cols):
+                extra += f", valid={self.mul_imm(V, es)}"      # columns past it get `pad`, by the transfer
+                padded = True
+            items, item_bytes, dst_stride = rows, cols * es, cols * es
+        else:                           # columns: idx picks columns, each `valid rows` segments
+            stride, V = rows_of
+            if not self.const(V, rows):
+                if dst.space == "l1":
+                    self.pad_rows_l1(dst, V, rows, cols, es, pad, writes)
+                else:
+                    self.vfill(dst, pad)
+            extra += f", nseg={V}, seg_stride={self.mul_imm(stride, es)}, dst_seg_stride={cols * es}"
+            items, item_bytes, dst_stride = cols, es, es
+        if padded:
             extra += f", pad={pad}"
-        self.emit(f"gather.gm.ub.{dst.dtype} ub[{dst.addr}], {base_off}, ub[{idx.addr}], {rows}, "
-                  f"{cols * es}, {es}, {cols * es}{extra}", "MTE2", reads, [self.acc(dst)])
+        sp = dst.space
+        self.emit(f"gather.gm.{sp}.{dst.dtype} {sp}[{dst.addr}], {param}[{base}], ub[{idx.addr}], {items}, "
+                  f"{item_bytes}, {es}, {dst_stride}{extra}", "MTE2", reads, writes,
+                  comment="" if rows_of is None else "columns picked by an index vector")
 
     def op_scatter_rows(self, op) -> None:
         ptr, offs, valid, value = op.operands[:4]

@@ -122,8 +122,7 @@ class ScalarEmitter:
             a, b, c = self.s_operands(op)
             r = self.out_reg(op.result)
             if fl:
-                self.emit(f"fmul {r}, {a}, {b}", "S")
-                self.emit(f"fadd {r}, {r}, {c}", "S")
+                self.emit(f"ffma.{asm_type(ty)} {r}, {a}, {b}, {c}", "S")
             else:
                 self.emit(f"mul {r}, {a}, {b}", "S")
                 self.emit(f"add {r}, {r}, {c}", "S")

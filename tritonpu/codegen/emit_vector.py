@@ -141,8 +141,11 @@ class VectorEmitter:
         T = dst.dtype
         if name == "fma":
             a, b, c = [self.as_tile_h(h, v) for h, v in zip(ins, op.operands)]
-            self.vec(f"vmul.{T}", dst, [a, b])
-            self.vec(f"vadd.{T}", dst, [dst, c])
+            if ty.scalar.is_float:      # fused: rounded once
+                self.vec(f"vfma.{T}", dst, [a, b, c])
+            else:
+                self.vec(f"vmul.{T}", dst, [a, b])
+                self.vec(f"vadd.{T}", dst, [dst, c])
             return
         if len(ins) == 1:
             a = self.as_tile_h(ins[0], op.operands[0])
@@ -196,6 +199,8 @@ class VectorEmitter:
             self.vec(f"vsel.{T}", dst, [c, self.as_tile_h(a, op.operands[1]), b])
 
     def v_cast(self, op) -> None:
+        if self.an.home.get(id(op.result)) == "l0c":     # converted by FIX when it is stored
+            return self.define(op.result, self.val(op.operands[0]))
         src = self.as_tile(op.operands[0])
         s_t, d_t = op.operands[0].type, op.result.type
         if op.name == "bitcast":
@@ -312,35 +317,15 @@ class VectorEmitter:
         if len(src.shape) == 3:     # both dense: from here on, their (rows, cols) views
             src = Tile.dense(src.addr, src.dtype, (rows, cols), src.esize)
             dst = Tile.dense(dst.addr, dst.dtype, (rows, cols), dst.esize)
-        if op.attrs["op"] == "prod" and op.attrs.get("reverse"):
-            self.fail("a reverse tl.cumprod is not supported on the NPU yet (the suffix products "
-                      "cannot be derived from the prefix products exactly)")
         mn = {"sum": "vcumsum", "prod": "vcumprod"}[op.attrs["op"]]
         args = [f"ub[{dst.addr}]", f"ub[{a}]", str(cols)]
         if rows != 1:
             args.append(f"rows={rows}")
         if axis != 1:
             args.append(f"axis={axis}")
-        self.emit(f"{mn}.{dst.dtype} " + ", ".join(args), "V", reads=[self.acc(src)], writes=[self.acc(dst)])
         if op.attrs.get("reverse"):
-            # suffix sums: total - inclusive prefix + x (exact for integers; floats may differ from a
-            # right-to-left sum in the last bits)
-            tot = Tile.dense(self.scratch(dst.numel * dst.esize), dst.dtype, dst.shape, dst.esize)
-            red_shape = (rows, 1) if axis == 1 and len(dst.shape) == 2 else ((1, cols) if len(dst.shape) == 2 else ())
-            n_red = cols if axis == 1 else rows
-            tot = Tile.dense(tot.addr, dst.dtype, (rows,) if axis == 1 else (cols,), dst.esize)
-            targs = [f"ub[{tot.addr}]", f"ub[{a}]", str(cols)] + ([f"rows={rows}"] if rows != 1 else []) + \
-                ([f"axis={axis}"] if axis != 1 else [])
-            self.emit(f"vreduce.sum.{dst.dtype} " + ", ".join(targs), "V", reads=[self.acc(src)],
-                      writes=[self.acc(tot)])
-            if len(dst.shape) == 2:
-                view = tot.with_(shape=red_shape, strides=(1, 0) if axis == 1 else (0, 1))
-            else:
-                view = tot.with_(shape=(), strides=())
-            self.vec(f"vrsubs.{dst.dtype}", dst, [dst], scalars=[0])
-            self.vec(f"vadd.{dst.dtype}", dst, [dst, view])
-            self.vec(f"vadd.{dst.dtype}", dst, [dst, src])
-            del n_red
+            args.append("reverse=1")
+        self.emit(f"{mn}.{dst.dtype} " + ", ".join(args), "V", reads=[self.acc(src)], writes=[self.acc(dst)])
         if moved is not out:
             self.copy_tile(out, moved.with_(shape=out.shape,
                                             strides=(moved.strides[0], moved.strides[2], moved.strides[1])))

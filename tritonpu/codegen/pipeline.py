@@ -132,7 +132,7 @@ def written_args(kernel) -> set | None:
     argument is unknown)."""
     names = kernel.__dict__.get("_written_args", False)
     if names is False:
-        from tritonpu.passes.double_buffer import written_by
+        from tritonpu.passes.rewrite import written_by
         ids = written_by(kernel.fn.body.ops)
         names = None if None in ids else {a.name for a in kernel.fn.args if id(a) in ids}
         kernel.__dict__["_written_args"] = names

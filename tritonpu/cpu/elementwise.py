@@ -7,7 +7,7 @@ Guarantees (matching ``tritonpu/ref/evaluator.py``):
   or the sign fill (arithmetic ``shr``), as numpy does; bools: add/sub are xor, mul is and,
   maximum is or, minimum is and.
 * f16/bf16 arithmetic and math are computed in f32 and rounded once; ``maximum``/``minimum``
-  ignore NaNs (fmax/fmin); ``fma`` is computed in f64 and rounded once, as the reference does.
+  ignore NaNs (fmax/fmin); ``fma`` is rounded once (f64 product, round-to-odd f64 sum), as the reference does.
 * float -> int casts truncate and saturate (NaN -> 0), as the reference's clip; -> i1 is ``!= 0``.
 * Results of block ops are ``Expr``s (fused into their consumer's loop); rank-0 ops emit code
   directly. Shape ops are views of ``Buf``s or index remaps of ``Expr``s, never copies, except a
@@ -203,7 +203,9 @@ def lower_fma(ctx, op, ins):
             return b.add(b.mul(v[0], v[1]), v[2])
         w = [M.widen(b, x, s) for x in v]
         w = [x if x.type == F64 else b.fpext(x, F64) for x in w]
-        return M.narrow(b, b.fadd(b.fmul(w[0], w[1]), w[2]), s)
+        if s.bits == 64:        # f64: a * b, then + c (two roundings)
+            return b.fadd(b.fmul(w[0], w[1]), w[2])
+        return M.narrow(b, M.fadd_odd_f64(b, b.fmul(w[0], w[1]), w[2]), s)
     return [make(ctx, op, ins, f, cheap=not _is_float(s))]
 
 

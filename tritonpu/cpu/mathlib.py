@@ -71,6 +71,22 @@ def f64_to_f32_odd(b: ir.IRBuilder, v):
     return b.bitcast(bits, F32)
 
 
+def fadd_odd_f64(b: ir.IRBuilder, p, c):
+    """``p + c`` in f64 rounded to odd (TwoSum's exact error moves an inexact even sum one ulp
+    toward the exact one), so that a second rounding to f32 or narrower is correct; ``tl.fma``
+    computes ``a * b`` exactly in f64 and adds with this (as ``tritonpu.dtypes.fma``)."""
+    s = b.fadd(p, c)
+    bb = b.fsub(s, p)
+    err = b.fadd(b.fsub(p, b.fsub(s, bb)), b.fsub(c, bb))
+    zero = ir.Constant(F64, 0.0)
+    bits = b.bitcast(s, I64)
+    even = b.icmp_signed("==", b.and_(bits, const(I64, 1)), const(I64, 0))
+    fix = b.and_(b.fcmp_ordered("one", err, zero), even)      # NaN errors (inf sums) fix nothing
+    away = b.icmp_unsigned("==", b.fcmp_ordered(">", err, zero), b.fcmp_ordered(">", s, zero))
+    step = b.select(away, const(I64, 1), const(I64, -1))
+    return b.bitcast(b.select(fix, b.add(bits, step), bits), F64)
+
+
 def _decl(b: ir.IRBuilder, name: str, ret, args):
     module = b.module
     fn = module.globals.get(name)

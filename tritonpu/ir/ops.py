@@ -122,6 +122,10 @@ def _rows() -> list[OpDef]:
         OpDef("gather_rows", "gather_rows", (3, 5), 1, effects=True, npu_only=True,
               doc="gather_rows(ptr, row_offsets, valid_cols[, row_mask[, other]]) -> RxC: row i is the C "
                   "elements at ptr + row_offsets[i]; columns >= valid_cols and masked-off rows are other (0)"),
+        OpDef("gather_cols", "gather_cols", (4, 6), 1, effects=True, npu_only=True,
+              doc="gather_cols(ptr, col_offsets, row_stride, valid_rows[, col_mask[, other]]) -> RxC: element "
+                  "[i, j] is ptr[col_offsets[j] + i * row_stride]; rows >= valid_rows and masked-off columns "
+                  "are other (0)"),
         OpDef("scatter_rows", "scatter_rows", (4, 5), 0, effects=True, npu_only=True,
               doc="scatter_rows(ptr, row_offsets, valid_cols, value[, row_mask]): row i of value to "
                   "ptr + row_offsets[i], its first valid_cols elements, rows where row_mask"),
@@ -147,6 +151,9 @@ FLOAT_ONLY_UNARY = frozenset(("exp", "exp2", "log", "log2", "sqrt", "rsqrt", "si
 INT_ONLY_BINARY = frozenset(("and", "or", "xor", "shl", "shr"))
 FLOAT_ONLY_BINARY = frozenset(("pow",))
 
+
+# the structured transfers that read GM into a tile (made by memory analysis)
+TILE_LOADS = ("load_tile", "gather_rows", "gather_cols")
 
 FRONTEND_OPS = frozenset(n for n, d in OPS.items() if not d.npu_only)
 

@@ -136,6 +136,16 @@ def _check_types(op: Op) -> None:
         rest = ins[3:] if kind == "gather_rows" else ins[4:]
         if rest and (rest[0].type.scalar != T.i1 or rest[0].type.shape != offs.type.shape):
             _fail(op, f"row mask must be i1 of shape {offs.type.shape}")
+    elif kind == "gather_cols":
+        ptr, offs, stride, valid = ins[:4]
+        if len(res.shape) != 2 or not offs.type.is_block or offs.type.shape != res.shape[1:]:
+            _fail(op, f"moves R x C columns with C column offsets, got {offs.type} and {res}")
+        if not ptr.type.is_ptr or ptr.type.is_block or ptr.type.scalar.pointee != res.scalar:
+            _fail(op, f"needs a scalar pointer to {res.scalar}, got {ptr.type}")
+        if any(v.type.is_block or not v.type.is_int for v in (stride, valid)):
+            _fail(op, "the row stride and valid rows must be integer scalars")
+        if len(ins) > 4 and (ins[4].type.scalar != T.i1 or ins[4].type.shape != offs.type.shape):
+            _fail(op, f"column mask must be i1 of shape {offs.type.shape}")
     elif kind == "arange":
         if res != T.block(T.i32, [op.attrs["end"] - op.attrs["start"]]):
             _fail(op, f"arange({op.attrs['start']}, {op.attrs['end']}) must have type tensor<Nxi32>, got {res}")

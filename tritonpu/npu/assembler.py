@@ -25,7 +25,7 @@ _ATOMICS = ("add", "max", "min")
 _TOKEN_NAMES = {"MINUS": "'-'", "PLUS": "'+'", "COMMA": "','", "LSQB": "'['", "RSQB": "']'",
                 "LPAR": "'('", "RPAR": "')'", "COLON": "':'", "EQUAL": "'='", "_NL": "end of line",
                 "LOC": "loc(...)"}
-_STRIDED_IMPLS = {"vbinary", "vscalar", "vunary", "vcmp", "vsel", "vcast", "vfill", "vreduce",
+_STRIDED_IMPLS = {"vbinary", "vfma", "vscalar", "vunary", "vcmp", "vsel", "vcast", "vfill", "vreduce",
                   "vscan", "vtranspose", "mmad"}
 
 

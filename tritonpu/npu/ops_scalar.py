@@ -13,6 +13,7 @@ import sys
 
 import numpy as np
 
+from tritonpu.dtypes import fma
 from tritonpu.isa import PIPES
 
 from . import cycles
@@ -144,6 +145,12 @@ def _sint(st, inst, prog):
 def _sfloat(st, inst, prog):
     f = _FLOAT[inst.spec.op]
     return _simple(st, inst, lambda a, b: f(float(a), float(b)), 2)
+
+
+@family("sfma", ["fma"])
+def _sfma(st, inst, prog):
+    dt = npdt(inst.types[0])
+    return _simple(st, inst, lambda a, b, c: float(fma(_f64(a), _f64(b), _f64(c), dt)), 3)
 
 
 @family("sfunary", list(_FUNARY))

@@ -178,7 +178,7 @@ def _xfer(st, inst, prog):
 def _gather(st, inst, prog):
     R, tick, m = st.R, st.tick, st.m
     scatter = inst.spec.op == "scatter"
-    path = "ub->gm" if scatter else "gm->ub"
+    path = "ub->gm" if scatter else ("gm->" + inst.args[0].space)
     pipe = PIPE_INDEX[inst.spec.pipe]
     gmem, umem = (inst.args[0], inst.args[1]) if scatter else (inst.args[1], inst.args[0])
     gname = gmem.param
@@ -198,6 +198,12 @@ def _gather(st, inst, prog):
     atomic = o.get("atomic")
     pad = getter(o["pad"], R) if "pad" in o else None
     g_valid = getter(o["valid"], R) if "valid" in o else None
+    if "nseg" in o:
+        g_nseg = getter(o["nseg"], R)
+        g_sst = getter(o["seg_stride"], R) if "seg_stride" in o else (lambda: 0)
+        g_dss = getter(o["dst_seg_stride"], R) if "dst_seg_stride" in o else (lambda: 0)
+        return _gather_segments(st, inst, gname, umem, g_g, g_u, g_n, g_rb, g_rs, g_us, gidx, gmask, g_ia, g_ma,
+                                idt, et, pad, g_valid, g_nseg, g_sst, g_dss, path, pipe, wait_what)
     race = st.race
     lpl = m.l2_line_bytes // m.beat_bytes
     gm_seen, bmaps = st.gm_seen, (st.gm_written if scatter else st.gm_read)
@@ -272,6 +278,74 @@ def _gather(st, inst, prog):
             cost = cycles.read_transfer(m, path, cold, warm)
         st.add_bytes(path, int(starts.size) * rb)
         tick(pipe, cost, inst, m.paths[path].latency)
+    return run
+
+
+def _gather_segments(st, inst, gname, umem, g_g, g_u, g_n, g_rb, g_rs, g_us, gidx, gmask, g_ia, g_ma, idt, et,
+                     pad, g_valid, g_nseg, g_sst, g_dss, path, pipe, wait_what):
+    """A gather with ``nseg=``: row i moves nseg segments of row_bytes, segment r from
+    ``base + idx[i]*row_stride + r*seg_stride`` to ``dst + i*dst_stride + r*dst_seg_stride`` (a
+    gather of columns: the index picks the columns, the segments are the rows)."""
+    R, tick, m = st.R, st.tick, st.m
+    ubuf, gm, o = st.mem[umem.space], st.gm, inst.opts
+    race, lpl = st.race, m.l2_line_bytes // m.beat_bytes
+    gm_seen, gm_read = st.gm_seen, st.gm_read
+
+    def run():
+        n, rb, rs, us = g_n(), g_rb(), g_rs(), g_us()
+        nseg, sst, dss = g_nseg(), g_sst(), g_dss()
+        gb, ua = g_g(), g_u()
+        gbuf = gm[gname]
+        if n <= 0 or rb <= 0 or nseg <= 0:
+            tick(pipe, m.paths[path].latency or 1, inst, m.paths[path].latency)
+            return
+        if sst < 0 or dss < 0:
+            raise LaunchError("negative gather segment stride", inst=inst)
+        if st.inflight[pipe]:
+            ia = g_ia()
+            st.wait_landed(pipe, inst.args[2].space, ia, ia + n * idt.itemsize, wait_what)
+            if gmask is not None:
+                ma = g_ma()
+                st.wait_landed(pipe, o["mask"].space, ma, ma + n, wait_what)
+        idx = gidx(1, n)[0].astype(np.int64)
+        keep = np.ones(n, bool) if gmask is None else gmask(1, n)[0] != 0
+        full = rb
+        if g_valid is not None:
+            rb = min(max(g_valid(), 0), full)
+        u_hi = ua + (n - 1) * us + (nseg - 1) * dss + full
+        st.check_onchip(umem.space, ua, u_hi, inst, "write")
+        st.check_align(umem.space, ua, inst)
+        rows = np.nonzero(keep)[0]
+        r = np.arange(nseg, dtype=np.int64)
+        starts = (gb + idx[rows] * rs)[:, None] + r * sst          # (rows kept, nseg)
+        if starts.size and rb > 0:
+            st.check_gm(gname, int(starts.min()), int(starts.max()) + rb, inst, "gather from")
+        if race is not None:
+            race.access(pipe, umem.space, ua, u_hi, True, inst)
+        dpos = (ua + np.arange(n, dtype=np.int64) * us)[:, None] + r * dss     # (n, nseg)
+        if rb > 0 and rows.size:
+            b = np.arange(rb)
+            ubuf[(dpos[rows][..., None] + b).ravel()] = gbuf[(starts[..., None] + b).ravel()]
+        if pad is not None and (rb < full or not keep.all()):
+            eb = et.itemsize
+            if rb % eb or full % eb:
+                raise MisalignedError(f"valid={rb} / row_bytes={full} are not whole {inst.types[0]} elements",
+                                      inst=inst)
+            pv = np.array([np_scalar(pad(), et)], et).view(U8)
+            tail = (dpos[..., None] + np.arange(rb, full)).ravel() if rb < full else np.zeros(0, np.int64)
+            dropped = (dpos[~keep][..., None] + np.arange(full)).ravel()
+            for at in (tail, dropped):
+                if at.size:
+                    ubuf[at] = np.resize(pv, at.size)
+        flat = starts.ravel()
+        gmmaps.mark_rows(gm_read[gname], flat, rb)
+        if rb == 0 or flat.size == 0:
+            tick(pipe, cycles.read_transfer(m, path, 0, 0), inst, m.paths[path].latency)
+            return
+        gran, beats, segs = cycles.granules(flat, rb, m.beat_bytes)
+        cold, warm = cycles.l2_read(gm_seen[gname], gran, segs, lpl)
+        st.add_bytes(path, int(flat.size) * rb)
+        tick(pipe, cycles.read_transfer(m, path, cold, warm), inst, m.paths[path].latency)
     return run
 
 

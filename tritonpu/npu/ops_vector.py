@@ -12,7 +12,7 @@ import math
 
 import numpy as np
 
-from tritonpu.dtypes import float_to_int
+from tritonpu.dtypes import float_to_int, fma
 
 from . import cycles
 from .ops_scalar import np_scalar
@@ -224,6 +224,24 @@ def _vsel(st, inst, prog):
     return run
 
 
+@family("vfma", ["fma"])
+def _vfma(st, inst, prog):
+    R, rows_g, tick, m = _common(st, inst)
+    dt = npdt(inst.types[0])
+    dst = vec_operand(st, inst, inst.args[0], dt, V, True)
+    ga, gb, gc = (vec_operand(st, inst, a, dt, V, False) for a in inst.args[1:4])
+    cols_g = getter(inst.args[4], R)
+    cost, eb = cycles.COSTS[inst.spec.cost], dt.itemsize
+
+    def run():
+        rows, cols = rows_g(), cols_g()
+        vd = dst(rows, cols)
+        if rows > 0 and cols > 0:
+            vd[...] = fma(ga(rows, cols), gb(rows, cols), gc(rows, cols), dt)
+        tick(V, cost(m, eb, rows, cols), inst)
+    return run
+
+
 @family("vcast", ["cast"])
 def _vcast(st, inst, prog):
     R, rows_g, tick, m = _common(st, inst)
@@ -323,16 +341,21 @@ def _vscan(st, inst, prog):
     c = cdt(dt)
     f = np.cumsum if inst.spec.op == "cumsum" else np.cumprod
     axis = inst.opts["axis"].value() if "axis" in inst.opts else 1
+    rev = bool(inst.opts["reverse"].value()) if "reverse" in inst.opts else False
     dst = vec_operand(st, inst, inst.args[0], dt, V, True)
     ga = vec_operand(st, inst, inst.args[1], dt, V, False)
     cols_g = getter(inst.args[2], R)
     cost, eb = cycles.COSTS[inst.spec.cost], dt.itemsize
+    order = (slice(None), slice(None, None, -1)) if axis == 1 else (slice(None, None, -1), slice(None))
 
     def run():
         rows, cols = rows_g(), cols_g()
         vd, va = dst(rows, cols), ga(rows, cols)
         if rows > 0 and cols > 0:
-            vd[...] = f(va if c is dt else va.astype(c), axis=axis, dtype=c)
+            if rev:     # a scan from the last element: the same order of operations, mirrored
+                vd[order] = f((va if c is dt else va.astype(c))[order], axis=axis, dtype=c)
+            else:
+                vd[...] = f(va if c is dt else va.astype(c), axis=axis, dtype=c)
         tick(V, cost(m, eb, rows, cols, cols if axis == 1 else rows), inst)
     return run
 

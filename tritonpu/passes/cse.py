@@ -15,7 +15,7 @@ its own carried buffer, and nothing could copy an L1 tile there (a UB tile is co
 from __future__ import annotations
 
 from tritonpu.ir import Function, Region
-from tritonpu.passes.double_buffer import _LOADS, _root, _written_roots, written_by
+from tritonpu.passes.rewrite import TILE_LOADS, root, written_by
 from tritonpu.passes.manager import Pass, register
 
 
@@ -66,7 +66,7 @@ class CommonSubexpressionElimination(Pass):
         """Drop the loads whose argument one of ``written`` (ids, None: unknown) may be."""
         if not written:
             return
-        for key in [k for k in seen if k[0] in _LOADS]:
+        for key in [k for k in seen if k[0] in TILE_LOADS]:
             if self.may_alias or None in written or key[-1] is None or key[-1] in written:
                 del seen[key]
 
@@ -75,14 +75,14 @@ class CommonSubexpressionElimination(Pass):
         for op in region.ops:
             operands = [mapping.get(id(v), v) for v in op.operands]
             if op.regions:
-                written = set().union(*(_written_roots(r) for r in op.regions))
+                written = set().union(*(written_by(r.ops) for r in op.regions))
                 if op.name in ("for", "while"):      # a later trip runs after the loop's own writes
                     self._forget(seen, written)
                 for r in op.regions:
                     self._region(r, seen, mapping)
                 self._forget(seen, written)
             d = op.opdef
-            load = op.name in _LOADS
+            load = op.name in TILE_LOADS
             if not load and d.effects:
                 self._forget(seen, written_by([op]))
             if (d.effects and not load) or d.terminator or op.regions or not op.results:
@@ -91,8 +91,8 @@ class CommonSubexpressionElimination(Pass):
                    tuple(sorted((k, _freeze(v)) for k, v in op.attrs.items())),
                    tuple(str(r.type) for r in op.results))
             if load:
-                root = _root(operands[0])
-                key += (id(root) if root is not None else None,)
+                arg = root(operands[0])
+                key += (id(arg) if arg is not None else None,)
             prev = seen.get(key)
             if prev is None:
                 seen[key] = op

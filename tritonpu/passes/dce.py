@@ -12,7 +12,7 @@ stores, atomics, prints, asserts) and terminators are never removed.
 from __future__ import annotations
 
 from tritonpu.ir import Function, Op, Region
-from tritonpu.passes.double_buffer import _LOADS as _READS
+from tritonpu.passes.rewrite import TILE_LOADS as _READS
 from tritonpu.passes.manager import Pass, register
 
 

@@ -20,22 +20,15 @@ When the on-chip space does not allow the second buffers the loop is left as it 
 """
 from __future__ import annotations
 
+import math
+
 from tritonpu.errors import CompilationError
 from tritonpu.ir import Function, Op, Region, Value
 from tritonpu.ir import types as T
 from tritonpu.passes.manager import Pass, register
+from tritonpu.passes.rewrite import (TILE_LOADS, clone, clone_op, load_extents, positive_step, replace_all_uses,
+                                     root, written_by)
 
-_LOADS = ("load_tile", "gather_rows")
-
-
-def _positive_step(v) -> bool:
-    from tritonpu.passes.persistent import GRID_ARGS
-    op = v.owner
-    if op is None:
-        return v.name in GRID_ARGS          # grid sizes (num_programs under the persistent loop)
-    if op.name == "constant":
-        return isinstance(op.attrs["value"], int) and op.attrs["value"] > 0
-    return op.name == "num_programs"
 
 
 class _Loop:
@@ -83,13 +76,13 @@ class _Loop:
         """Loads to prefetch: not the first-trip loads of an inner pipelined loop (already ahead),
         and none from an argument the loop writes (a prefetch would read before that write)."""
         inits = {id(v) for o in self.body.ops if o.name == "for" for v in o.operands[3:]}
-        written = _written_roots(self.body)
+        written = written_by(self.body.ops)
         out = []
         for o in self.body.ops:
-            if o.name not in _LOADS or id(o.result) in inits:
+            if o.name not in TILE_LOADS or id(o.result) in inits:
                 continue
-            root = _root(o.operands[0])
-            if root is None or None in written or id(root) in written or (written and self.may_alias):
+            arg = root(o.operands[0])
+            if arg is None or None in written or id(arg) in written or (written and self.may_alias):
                 continue
             out.append(o)
         # a load whose address needs another prefetched load (a gather's indices) is prefetched after it
@@ -99,77 +92,6 @@ class _Loop:
             if len(keep) == len(out):
                 return out
             out = keep
-
-
-_WRITES = {"store": 0, "store_tile": 0, "scatter_rows": 0, "atomic_rmw": 0, "atomic_cas": 0}
-_POINTER_PATH = ("addptr", "splat", "broadcast", "expand_dims", "reshape", "permute")
-
-
-def _root(ptr):
-    """The kernel argument a pointer (or block of pointers) points into, or None if unknown."""
-    v = ptr
-    while v.owner is not None and v.owner.name in _POINTER_PATH:
-        v = v.owner.operands[0]
-    if v.owner is not None and v.owner.name == "select":
-        a, b = _root(v.owner.operands[1]), _root(v.owner.operands[2])
-        return a if a is not None and a is b else None
-    return v if v.owner is None and v.type.is_ptr else None
-
-
-def _written_roots(region) -> set:
-    """id() of every argument some op in ``region`` (nested too) may write; None if one is unknown."""
-    return written_by(region.ops)
-
-
-def written_by(ops) -> set:
-    """id() of every argument one of ``ops`` (nested too) may write; None if one is unknown."""
-    out = set()
-    for top in ops:
-        for o in top.walk():
-            if o.name in _WRITES:
-                r = _root(o.operands[_WRITES[o.name]])
-                out.add(id(r) if r is not None else None)
-    return out
-
-
-def loop_like(loop: Op, args: list, ops: list) -> Op:
-    """A ``for`` with ``loop``'s bounds, initial values, attributes and result names, and a body
-    of region arguments ``args`` and ``ops``."""
-    body = Region(args, ops)
-    for o in ops:
-        o.parent = body
-    new = Op("for", list(loop.operands), [r.type for r in loop.results], dict(loop.attrs), [body], loop.loc)
-    for a, b in zip(loop.results, new.results):
-        b.name = a.name
-    return new
-
-
-def _clone(ops, mapping: dict, into: list, skip=()) -> None:
-    """Clone ``ops`` (with their regions) into ``into``, operands through ``mapping`` (updated)."""
-    for o in ops:
-        if id(o) in skip:
-            continue
-        into.append(_clone_op(o, mapping))
-
-
-def _clone_op(o: Op, mapping: dict) -> Op:
-    regions = []
-    for r in o.regions:
-        args = [Value(a.type, a.name) for a in r.args]
-        for a, b in zip(r.args, args):
-            mapping[id(a)] = b
-        inner: list = []
-        _clone(r.ops, mapping, inner)
-        nr = Region(args, inner)
-        for x in inner:
-            x.parent = nr
-        regions.append(nr)
-    n = Op(o.name, [mapping.get(id(v), v) for v in o.operands], [r.type for r in o.results], dict(o.attrs),
-           regions, o.loc)
-    for a, b in zip(o.results, n.results):
-        b.name = a.name
-        mapping[id(a)] = b
-    return n
 
 
 @register
@@ -185,36 +107,46 @@ class DoubleBuffer(Pass):
 
     def _loop(self, fn: Function, op: Op) -> None:
         lb, ub, step = op.operands[:3]
-        if not _positive_step(step):
+        if not positive_step(step):
             return
         lp = _Loop(op, bool(fn.attrs.get("may_alias")))
         nexts = lp.next_computable()
         loads = lp.candidates(nexts)
         if not loads:
             return
+        from tritonpu.passes.buffer_planning import plan
         region = op.parent
         saved = list(region.ops)
-        new_ops = self._rewrite(lp, loads, nexts)
-        rest = new_ops[-1]
-        _replace_all_uses(fn, op.results, rest.results)
-        i = region.ops.index(op)
-        region.ops[i:i + 1] = new_ops
-        for o in new_ops:
-            o.parent = region
-        from tritonpu.passes.buffer_planning import plan
-        try:
-            plan(fn, reuse=False)
-        except CompilationError as e:
-            region.ops = saved
-            _replace_all_uses(fn, rest.results, op.results)
-            reason = str(e).split("error: ", 1)[-1].split(" at once")[0]
-            op.attrs["double_buffer"] = f"off: {reason} with two buffers per load"
+        reason = ""
+        most = stages_for(lp, loads)
+        if isinstance(fn.attrs.get("pipeline_stages"), int):      # a cap the IR text can set
+            most = max(2, min(most, fn.attrs["pipeline_stages"]))
+        for stages in range(most, 1, -1):
+            new_ops = self._rewrite(lp, loads, nexts, stages)
+            rest = new_ops[-1]
+            replace_all_uses(fn, op.results, rest.results)
+            i = region.ops.index(op)
+            region.ops[i:i + 1] = new_ops
+            for o in new_ops:
+                o.parent = region
+            try:
+                plan(fn, reuse=False)
+                return
+            except CompilationError as e:
+                region.ops = list(saved)
+                replace_all_uses(fn, rest.results, op.results)
+                reason = str(e).split("error: ", 1)[-1].split(" at once")[0]
+        op.attrs["double_buffer"] = f"off: {reason} with two buffers per load"
 
-    def _rewrite(self, lp: _Loop, loads: list, nexts: list) -> list:
+    def _rewrite(self, lp: _Loop, loads: list, nexts: list, stages: int) -> list:
+        """The loop pipelined over ``stages`` buffers per load: loads run ``stages - 1`` trips
+        ahead, the body is unrolled ``stages`` times (each trip's tiles in a buffer of their own,
+        straight-line code), and the last ``stages - 1`` trips run after the loop, each if it exists."""
         op = lp.op
         lb, ub, step = op.operands[:3]
         inits = op.operands[3:]
         loc = op.loc
+        ahead = stages - 1
         out: list = []
 
         def mk(name, operands, ty, into, **attrs):
@@ -222,25 +154,28 @@ class DoubleBuffer(Pass):
             into.append(o)
             return o.result
 
+        def const(v, into):
+            return mk("constant", [], lb.type, into, value=v)
+
         def exists(iv, into):
             return mk("cmp", [iv, ub], T.i1, into, pred="lt")
 
-        def load_at(iv, iters_map, ok, into):
-            """Clone the candidate loads at trip ``iv`` with the carried scalars ``iters_map``;
-            their first valid extent is 0 unless ``ok``."""
-            m = {id(lp.iv): iv, **iters_map}
+        def load_at(iv, scal, ok, into):
+            """Clone the candidate loads at trip ``iv`` with the carried scalars ``scal`` (id of a
+            carried scalar -> its value at that trip); their first valid extent is 0 unless ``ok``."""
+            m = {id(lp.iv): iv, **scal}
             ids = {id(ld) for ld in loads}
             addr = lp.slice([v for ld in loads for v in ld.operands], nexts, ids)
             order = {id(o): k for k, o in enumerate(lp.body.ops)}
             cloned = {}
             for o in sorted({id(o): o for o in addr + loads}.values(), key=lambda o: order[id(o)]):
                 if id(o) not in ids:
-                    into.append(_clone_op(o, m))
+                    into.append(clone_op(o, m))
                     continue
-                n = _clone_op(o, m)
+                n = clone_op(o, m)
                 # a trip that does not exist reads nothing: its last valid extent is 0; the others
                 # are full, so no fill is needed either (the tile is all pad and never used)
-                for k, full in _extents(o):
+                for k, full in load_extents(o):
                     v = n.operands[k]
                     alt = mk("constant", [], v.type, into, value=full)
                     n.operands[k] = mk("select", [ok, v, alt], v.type, into)
@@ -248,83 +183,124 @@ class DoubleBuffer(Pass):
                 cloned[id(o)] = n.result
             return [cloned[id(ld)] for ld in loads]
 
-        def next_iters(iv, iters_vals, into):
-            """Carried scalars of the following trip: their yield slices at (iv, iters)."""
-            m = {id(lp.iv): iv}
-            m.update({id(a): v for a, v in zip(lp.iters, iters_vals)})
+        def next_scal(iv, scal, into):
+            """The carried scalars of trip iv + step from those of trip iv (their yield slices)."""
+            m = {id(lp.iv): iv, **scal}
             ys = [lp.term.operands[lp.iters.index(a)] for a in nexts]
-            _clone(lp.slice(ys, nexts) or [], m, into)
+            clone(lp.slice(ys, nexts) or [], m, into)
             return {id(a): m.get(id(y), y) for a, y in zip(nexts, ys)}
 
-        # prologue: trip lb into buffer A
-        first = exists(lb, out)
-        xa0 = load_at(lb, {id(a): v for a, v in zip(lp.iters, inits)}, first, out)
-        two = mk("mul", [step, mk("constant", [], step.type, out, value=2)], step.type, out)
-        last_pair = mk("sub", [ub, step], ub.type, out)      # a pair starts at iv when iv + step < ub
-        # the pair of trips iv (on A) and iv + step (on B), straight-line
+        def scal_of(iters_vals):
+            return {id(a): v for a, v in zip(lp.iters, iters_vals) if any(a is n for n in nexts)}
+
+        def run_trip(iv, iters_vals, tiles, into):
+            """Clone the body for trip ``iv`` on ``tiles``; the trip's yielded values."""
+            m = {id(lp.iv): iv, **{id(a): v for a, v in zip(lp.iters, iters_vals)},
+                 **{id(ld.result): x for ld, x in zip(loads, tiles)}}
+            clone(lp.body.ops[:-1], m, into, {id(ld) for ld in loads})
+            return [m.get(id(y), y) for y in lp.term.operands]
+
+        # prologue: trips lb .. lb + (ahead - 1) * step, each in a buffer of its own (carried)
+        first: list = []
+        iv_j, scal = lb, scal_of(inits)
+        for j in range(ahead):
+            if j:
+                scal = next_scal(iv_j, scal, out)
+                iv_j = mk("add", [iv_j, step], iv_j.type, out)
+            first.append(load_at(iv_j, scal, exists(iv_j, out), out))
+        span = mk("mul", [step, const(stages, out)], step.type, out)
+        lead = step if ahead == 1 else mk("mul", [step, const(ahead, out)], step.type, out)
+        last = mk("sub", [ub, lead], ub.type, out)
+        # `stages` trips iv .. iv + (stages - 1) * step per pass (all of them exist), straight-line
         body: list = []
         iv = Value(lp.iv.type, lp.iv.name)
         iters = [Value(a.type, a.name) for a in lp.iters]
-        xa = [Value(ld.result.type, ld.result.name) for ld in loads]
-        iv1 = mk("add", [iv, step], iv.type, body)
-        ok1 = exists(iv1, body)
-        nxt = next_iters(iv, iters, body)
-        xb = load_at(iv1, nxt, ok1, body)
-        skip = {id(ld) for ld in loads}
-        m = {id(lp.iv): iv, **{id(a): v for a, v in zip(lp.iters, iters)},
-             **{id(ld.result): x for ld, x in zip(loads, xa)}}
-        _clone(lp.body.ops[:-1], m, body, skip)
-        x1 = [m.get(id(y), y) for y in lp.term.operands]
-        iv2 = mk("add", [iv, two], iv.type, body)
-        ok2 = exists(iv2, body)
-        nxt2 = next_iters(iv1, x1, body)
-        xa2 = load_at(iv2, nxt2, ok2, body)
-        m2 = {id(lp.iv): iv1, **{id(a): v for a, v in zip(lp.iters, x1)},
-              **{id(ld.result): x for ld, x in zip(loads, xb)}}
-        _clone(lp.body.ops[:-1], m2, body, skip)
-        body.append(Op("yield", [m2.get(id(y), y) for y in lp.term.operands] + xa2, [], loc=loc))
-        new_region = Region([iv] + iters + xa, body)
+        carried = [[Value(ld.result.type, ld.result.name) for ld in loads] for _ in range(ahead)]
+        trip_ivs = {0: iv}
+
+        def trip_iv(k):
+            """iv + k * step (the pass's next group starts at iv + span), made once."""
+            if k not in trip_ivs:
+                trip_ivs[k] = mk("add", [iv, span], iv.type, body) if k == stages else \
+                    mk("add", [trip_iv(k - 1), step], iv.type, body)
+            return trip_ivs[k]
+
+        fresh: list = []
+        cur = list(iters)
+        for j in range(stages):
+            a_iv = trip_iv(j + ahead)        # trip j + ahead: its loads go first
+            ok = exists(a_iv, body)
+            a_scal = scal_of(cur)
+            for k in range(j, j + ahead):
+                a_scal = next_scal(trip_iv(k), a_scal, body)
+            fresh.append(load_at(a_iv, a_scal, ok, body))
+            cur = run_trip(trip_iv(j), cur, carried[j] if j < ahead else fresh[j - ahead], body)
+        body.append(Op("yield", cur + [x for f in fresh[stages - ahead:] for x in f], [], loc=loc))
+        new_region = Region([iv] + iters + [x for c in carried for x in c], body)
         for o in body:
             o.parent = new_region
-        loop = Op("for", [lb, last_pair, two] + list(inits) + xa0,
-                  [a.type for a in lp.iters] + [x.type for x in xa], dict(op.attrs), [new_region], loc)
-        loop.attrs["double_buffer"] = "on"
+        loop = Op("for", [lb, last, span] + list(inits) + [x for f in first for x in f],
+                  [a.type for a in lp.iters] + [x.type for f in first for x in f], dict(op.attrs),
+                  [new_region], loc)
+        loop.attrs["double_buffer"] = "on" if stages == 2 else f"on: {stages} buffers"
         out.append(loop)
-        # an odd trip count leaves one trip, its tiles already in A: iv = lb + pairs * 2 * step
-        span = mk("sub", [last_pair, lb], lb.type, out)
-        span = mk("maximum", [span, mk("constant", [], lb.type, out, value=0)], lb.type, out)
-        pairs = mk("div", [mk("add", [span, mk("sub", [two, mk("constant", [], lb.type, out, value=1)],
-                                                lb.type, out)], lb.type, out), two], lb.type, out)
-        iv_r = mk("add", [lb, mk("mul", [pairs, two], lb.type, out)], lb.type, out)
-        ok_r = exists(iv_r, out)
-        xs = list(loop.results[:len(lp.iters)])
-        tail = list(loop.results[len(lp.iters):])
-        m3 = {id(lp.iv): iv_r, **{id(a): v for a, v in zip(lp.iters, xs)},
-              **{id(ld.result): x for ld, x in zip(loads, tail)}}
-        then: list = []
-        _clone(lp.body.ops[:-1], m3, then, skip)
-        then.append(Op("yield", [m3.get(id(y), y) for y in lp.term.operands], [], loc=loc))
-        regions = [Region([], then), Region([], [Op("yield", xs, [], loc=loc)])]
-        for r in regions:
-            for o in r.ops:
-                o.parent = r
-        rest = Op("if", [ok_r], [a.type for a in lp.iters], regions=regions, loc=loc)
-        for a, b in zip(op.results, rest.results):
-            b.name = a.name
-        out.append(rest)
+        # the last trips (fewer than `stages`), their tiles already loaded: iv = lb + passes * span
+        n_it = len(lp.iters)
+        gap = mk("maximum", [mk("sub", [last, lb], lb.type, out), const(0, out)], lb.type, out)
+        passes = mk("div", [mk("add", [gap, mk("sub", [span, const(1, out)], lb.type, out)], lb.type, out), span],
+                    lb.type, out)
+        iv_r = mk("add", [lb, mk("mul", [passes, span], lb.type, out)], lb.type, out)
+        xs = list(loop.results[:n_it])
+        for j in range(ahead):
+            tiles = loop.results[n_it + j * len(loads):n_it + (j + 1) * len(loads)]
+            if j:
+                iv_r = mk("add", [iv_r, step], iv_r.type, out)
+            then: list = []
+            ys = run_trip(iv_r, xs, tiles, then)
+            then.append(Op("yield", ys, [], loc=loc))
+            regions = [Region([], then), Region([], [Op("yield", xs, [], loc=loc)])]
+            for r in regions:
+                for o in r.ops:
+                    o.parent = r
+            rest = Op("if", [exists(iv_r, out)], [a.type for a in lp.iters], regions=regions, loc=loc)
+            for a, b in zip(op.results, rest.results):
+                b.name = a.name
+            out.append(rest)
+            xs = list(rest.results)
         return out
 
 
-def _extents(ld: Op) -> list:
-    """(operand index, value for a trip that does not exist) of each valid extent of a load."""
-    if ld.name == "gather_rows":
-        return [(2, 0)]                                  # valid_cols
-    shape = ld.result.type.shape
-    rank = len(shape)
-    return [(1 + rank + d, 0 if d == rank - 1 else shape[d]) for d in range(rank)]
+MAX_STAGES = 6
 
 
-def _replace_all_uses(fn: Function, old, new) -> None:
-    mapping = {id(a): b for a, b in zip(old, new)}
-    for o in fn.walk():
-        o.operands = [mapping.get(id(v), v) for v in o.operands]
+def stages_for(lp: "_Loop", loads: list) -> int:
+    """How many buffers per load hide MTE2's latency: one trip's work (the busiest of its loads at
+    the L2 rate, its dots on the cube, its block ops on the vector unit, estimated from the
+    shapes) against the latency of a GM read -- 2 when a trip outlasts it or the loop stores, up to
+    ``MAX_STAGES`` for short trips of a loop that only reads (a K loop)."""
+    from tritonpu.codegen.analysis import tile_bytes
+    from tritonpu.isa.machines import machine
+    m = machine("ascend910b")
+    mte2 = sum(tile_bytes(ld.result.type) for ld in loads) / m.l2_bytes_per_cycle
+    cube = vector = 0
+    ops = [x for o in lp.body.ops for x in o.walk()]
+    if any(o.name in ("for", "while") for o in ops):
+        return 2                # a trip runs a loop: long enough
+    if written_by(ops):
+        # a loop that stores: each stored tile holds its buffer for a whole unrolled pass, and more
+        # buffers in flight only lengthen the store/load chains (measured: softmax rows slower)
+        return 2
+    for o in ops:
+        if o.name == "dot":
+            (mm, k), n = o.operands[0].type.shape[-2:], o.operands[1].type.shape[-1]
+            k0 = m.cube_k0.get(str(o.operands[0].type.scalar), 16)
+            cube += -(-mm // 16) * -(-n // 16) * -(-k // k0)
+        elif o.results and o.results[0].type.is_block and o.opdef.kind in ("elementwise", "compare", "select",
+                                                                             "cast", "reduce"):
+            vector += -(-tile_bytes(o.results[0].type) // m.vector_repeat_bytes)
+    trip = max(mte2, cube, vector, 1)
+    latency = m.paths["gm->ub"].latency
+    if trip >= latency:
+        return 2
+    # a load issued `ahead` trips early lands after its latency and its own beats
+    return max(2, min(MAX_STAGES, 1 + math.ceil((latency + mte2) / trip)))

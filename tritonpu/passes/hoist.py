@@ -18,9 +18,8 @@ from __future__ import annotations
 from tritonpu.errors import CompilationError
 from tritonpu.ir import Function, Op
 from tritonpu.ir import types as T
-from tritonpu.passes.double_buffer import _LOADS, _extents, _root, _written_roots
+from tritonpu.passes.rewrite import TILE_LOADS, invariant_slice, load_extents, root, written_by
 from tritonpu.passes.manager import Pass, register
-from tritonpu.passes.unswitch import _invariant_slice
 
 
 @register
@@ -32,14 +31,14 @@ class HoistLoads(Pass):
         for loop in reversed([o for o in fn.walk() if o.name == "for"]):
             self._pure(fn, loop)
             body = loop.regions[0]
-            written = _written_roots(body)
+            written = written_by(body.ops)
             if None in written or (written and may_alias):
                 continue
-            for ld in [o for o in body.ops if o.name in _LOADS]:
-                root = _root(ld.operands[0])
-                if root is None or id(root) in written:
+            for ld in [o for o in body.ops if o.name in TILE_LOADS]:
+                arg = root(ld.operands[0])
+                if arg is None or id(arg) in written:
                     continue
-                slices = [_invariant_slice(body, v) for v in ld.operands]
+                slices = [invariant_slice(body, v) for v in ld.operands]
                 if any(s is None for s in slices):
                     continue
                 self._hoist(fn, loop, ld, {id(o) for s in slices for o in s})
@@ -73,7 +72,7 @@ class HoistLoads(Pass):
             return o.result
 
         runs = mk("cmp", loop.operands[:2], T.i1, pred="lt")
-        for k, full in _extents(ld):
+        for k, full in load_extents(ld):
             v = ld.operands[k]
             ld.operands[k] = mk("select", [runs, v, mk("constant", [], v.type, value=full)], v.type)
         if not _move_before(fn, loop, moved + guard + [ld], check=True):

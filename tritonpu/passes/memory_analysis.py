@@ -10,8 +10,11 @@ constant, or uniform conditions) is replaced by ``load_tile``/``store_tile`` wit
 scalar ops inserted before it; ``other`` becomes the tile's fill value when it is uniform (else a
 ``select`` after the load).  A rank-2 access whose offsets add a data-dependent per-row term
 (``idx[:, None] * D + cols[None, :]``, an embedding lookup) with contiguous columns becomes
-``gather_rows``/``scatter_rows``.  Everything else is left as it is (the NPU back end then moves it
-element by element).  The rewrite keeps the program's meaning exactly: the same elements are read
+``gather_rows``/``scatter_rows``; a load whose per-column term is data (``rows[:, None] * s +
+idx[None, :]``) becomes ``gather_cols``.  An offset ``(c + arange) % m`` is affine while the block does not wrap around:
+the access is guarded by that condition, and the other branch treats the offsets as an index vector
+(a row or column gather), so no pointer block is materialised either way.  Everything else is left
+as it is (the NPU back end then moves it element by element).  The rewrite keeps the program's meaning exactly: the same elements are read
 and written, masked-off elements are neither read nor written, and the fill values are the same.
 Pointer arithmetic and masks left without uses are removed by ``dce``.
 """
@@ -111,30 +114,46 @@ def _const(v):
 
 
 class _Aff:
-    """c + sum_d i_d * strides[d] (+ rowdata, a [R, 1] data tensor, for rank 2)."""
+    """c + sum_d i_d * strides[d] (+ ``data``, for rank 2: a [R, 1] data tensor along the rows,
+    ``data_dim`` 0, or a [1, C] one along the columns, ``data_dim`` 1)."""
 
-    def __init__(self, c, strides, rowdata=None):
-        self.c, self.strides, self.rowdata = c, list(strides), rowdata
+    def __init__(self, c, strides, data=None, data_dim=0):
+        self.c, self.strides, self.data, self.data_dim = c, list(strides), data, data_dim
+
+    @property
+    def rowdata(self):
+        return self.data if self.data is not None and self.data_dim == 0 else None
+
+    @property
+    def coldata(self):
+        return self.data if self.data is not None and self.data_dim == 1 else None
 
     @property
     def uniform(self) -> bool:
-        return all(isinstance(s, int) and s == 0 for s in self.strides) and self.rowdata is None
+        return all(isinstance(s, int) and s == 0 for s in self.strides) and self.data is None
 
 
 class _Analyzer:
-    def __init__(self, b: _Builder, loops=None):
+    def __init__(self, b: _Builder, loops=None, wrap_as_data=False):
         self.b = b
         self.loops = loops or {}        # for-loop region argument -> (loop, index): range facts
         self.assumptions: list = []      # i1 scalars the structured form needs (else: element path)
+        # `(c + arange) % m` as data (an index vector) instead of affine-unless-it-wraps: the form
+        # of the guarded access's other branch, for when the block does wrap around
+        self.wrap_as_data = wrap_as_data
 
     # ---- offsets ----------------------------------------------------------------------------------
     def affine(self, v) -> _Aff:
         try:
             return self._affine(v)
         except _NotAffine:
-            # a data-dependent term that varies along rows only ([R, 1], broadcast later)
-            if v.type.is_block and len(v.type.shape) == 2 and v.type.shape[1] == 1 and v.type.scalar.is_int:
-                return _Aff(0, [0, 0], rowdata=v)
+            # a data-dependent term that varies along rows only ([R, 1], broadcast later) or along
+            # columns only ([1, C])
+            if v.type.is_block and len(v.type.shape) == 2 and v.type.scalar.is_int:
+                if v.type.shape[1] == 1:
+                    return _Aff(0, [0, 0], v, 0)
+                if v.type.shape[0] == 1:
+                    return _Aff(0, [0, 0], v, 1)
             raise
 
     def _affine(self, v) -> _Aff:
@@ -162,25 +181,24 @@ class _Analyzer:
         if name in ("add", "sub"):
             x, y = (self.affine(o) for o in op.operands)
             if name == "sub":
-                if y.rowdata is not None:
+                if y.data is not None:
                     raise _NotAffine
                 y = _Aff(b.neg(y.c), [b.neg(s) for s in y.strides])
-            if x.rowdata is not None and y.rowdata is not None:
-                raise _NotAffine
-            return _Aff(b.add(x.c, y.c), [b.add(s, t) for s, t in zip(x.strides, y.strides)],
-                        x.rowdata if x.rowdata is not None else y.rowdata)
+            return _Aff(b.add(x.c, y.c), [b.add(s, t) for s, t in zip(x.strides, y.strides)], *_one_data(x, y))
         if name == "mul":
             x, y = (self._try(o) for o in op.operands)
             for p, q in ((x, y), (y, x)):
-                if p is not None and p.uniform and q is not None and q.rowdata is None:
+                if p is not None and p.uniform and q is not None and q.data is None:
                     return _Aff(b.mul(q.c, p.c), [b.mul(s, p.c) for s in q.strides])
             raise _NotAffine
         if name == "rem" and v.type.scalar.is_int:
             # (c + i_d) % m with a uniform m: affine as long as the block does not wrap around
             # (0 <= c % m and c % m + size_d <= m); the load or store is guarded by that condition
+            if self.wrap_as_data:
+                raise _NotAffine
             x, y = self.affine(op.operands[0]), self.affine(op.operands[1])
             live = [d for d, st in enumerate(x.strides) if not (isinstance(st, int) and st == 0)]
-            if x.rowdata is not None or not y.uniform or len(live) != 1 or x.strides[live[0]] != 1:
+            if x.data is not None or not y.uniform or len(live) != 1 or x.strides[live[0]] != 1:
                 raise _NotAffine
             d = live[0]
             c = b.op("rem", list(b._unify(x.c, y.c)[:2]), b._unify(x.c, y.c)[2]) \
@@ -195,18 +213,18 @@ class _Analyzer:
             if not isinstance(k, int) or not 0 <= k < 31:
                 raise _NotAffine
             x = self.affine(op.operands[0])
-            if x.rowdata is not None:
+            if x.data is not None:
                 raise _NotAffine
             return _Aff(b.mul(x.c, 1 << k), [b.mul(s, 1 << k) for s in x.strides])
         if name == "expand_dims":
             x = self.affine(op.operands[0])
-            if x.rowdata is not None:
+            if x.data is not None:
                 raise _NotAffine
             ax = op.attrs["axis"]
             return _Aff(x.c, x.strides[:ax] + [0] + x.strides[ax:])
         if name == "broadcast":
             x = self.affine(op.operands[0])
-            if x.rowdata is not None and op.operands[0].type.shape[0] != v.type.shape[0]:
+            if x.data is not None and op.operands[0].type.shape[x.data_dim] != v.type.shape[x.data_dim]:
                 raise _NotAffine
             return x
         if name == "cast" and op.operands[0].type.scalar.is_int and v.type.scalar.is_int and \
@@ -239,19 +257,17 @@ class _Analyzer:
             if ind is None:
                 raise _NotAffine
             base, off = self.pointer(ind[0])
-            return base, _Aff(self.b.add(off.c, ind[1]), off.strides, off.rowdata)
+            return base, _Aff(self.b.add(off.c, ind[1]), off.strides, off.data, off.data_dim)
         if op.name == "splat":
             return op.operands[0], _Aff(0, [0] * rank)
         if op.name == "addptr":
             base, off = self.pointer(op.operands[0])
             x = self.affine(op.operands[1])
-            if off.rowdata is not None and x.rowdata is not None:
-                raise _NotAffine
             return base, _Aff(self.b.add(off.c, x.c), [self.b.add(s, t) for s, t in zip(off.strides, x.strides)],
-                              off.rowdata if off.rowdata is not None else x.rowdata)
+                              *_one_data(off, x))
         if op.name == "expand_dims":
             base, off = self.pointer(op.operands[0])
-            if off.rowdata is not None:
+            if off.data is not None:
                 raise _NotAffine
             ax = op.attrs["axis"]
             return base, _Aff(off.c, off.strides[:ax] + [0] + off.strides[ax:])
@@ -294,7 +310,7 @@ class _Analyzer:
         if op.name == "cmp":
             pred = op.attrs["pred"]
             x, y = (self.affine(o) for o in op.operands)
-            if x.rowdata is not None or y.rowdata is not None:
+            if x.data is not None or y.data is not None:
                 raise _NotAffine
             # a lower bound `idx >= 0` (block pointers' boundary checks) that holds for every index
             lo, zero = (x, y) if pred == "ge" else (y, x) if pred == "le" else (None, None)
@@ -340,6 +356,13 @@ class _Analyzer:
         if isinstance(bound, int):
             return max(0, min(bound, n))
         return self.b.binop("minimum", self.b.binop("maximum", bound, 0), n)
+
+
+def _one_data(x: _Aff, y: _Aff) -> tuple:
+    """The data term of a sum of two offsets (at most one may have one)."""
+    if x.data is not None and y.data is not None:
+        raise _NotAffine
+    return (x.data, x.data_dim) if x.data is not None else (y.data, y.data_dim)
 
 
 def _nonneg(v, loops: dict, assumed=frozenset()) -> bool:
@@ -463,44 +486,50 @@ class MemoryAnalysis(Pass):
         return pre
 
     def _rewrite(self, op: Op):
-        b = _Builder(op)
-        an = _Analyzer(b, self.loops)
-        an.inductions = self.inductions
-        ops = self._rewrite_fast(op, b, an)
-        if ops is None or not an.assumptions:
+        an = self._analyzer(op)
+        res = self._rewrite_fast(op, an.b, an)
+        if res is None:
+            return None
+        ops, val = res
+        if not an.assumptions:
+            if val is not None:
+                _replace(op.result, val, self.fn)
             return ops
-        # guarded: `if assumptions { structured transfer } else { the original load/store }`
+        # guarded: `if assumptions { structured transfer } else { what a wrap-around needs }`: the
+        # wrapped offsets as an index vector (a gather of rows or columns), else the original op
+        b = an.b
         n_pure = len(b.ops)
         pure, fast = ops[:n_pure], ops[n_pure:]
         cond = an.assumptions[0]
         for c in an.assumptions[1:]:
             cond = b.op("and", [cond, c], T.i1)
         pure += b.ops[n_pure:]
+        wrapped = self._analyzer(op, wrap_as_data=True)
+        res = self._rewrite_fast(op, wrapped.b, wrapped)
+        slow, slow_val = res if res is not None and not wrapped.assumptions else ([op], op.result if val is not None else None)
         loc = op.loc
-        if op.name == "load":
-            fast_val = fast[-1].result
-            guard = Op("if", [cond], [op.result.type], loc=loc)
-            then = Region([], fast + [Op("yield", [fast_val], [], loc=loc)])
-            orelse = Region([], [op, Op("yield", [op.result], [], loc=loc)])
-            guard.regions = [then, orelse]
-            for r in guard.regions:
-                r.parent = guard
-                for o in r.ops:
-                    o.parent = r
-            for o in self.fn.walk():          # users of the loaded value now read the guard's result
-                if o not in fast and o is not then.ops[-1]:
-                    o.operands = [guard.result if v is fast_val else v for v in o.operands]
-            return pure + [guard]
-        guard = Op("if", [cond], [], loc=loc)
-        guard.regions = [Region([], fast + [Op("yield", [], [], loc=loc)]),
-                         Region([], [op, Op("yield", [], [], loc=loc)])]
+        results = [op.result.type] if val is not None else []
+        guard = Op("if", [cond], results, loc=loc)
+        guard.regions = [Region([], fast + [Op("yield", [val] if val is not None else [], [], loc=loc)]),
+                         Region([], slow + [Op("yield", [slow_val] if val is not None else [], [], loc=loc)])]
         for r in guard.regions:
             r.parent = guard
             for o in r.ops:
                 o.parent = r
+        if val is not None:        # users of the loaded value now read the guard's result
+            inside = {id(o) for r in guard.regions for o in r.ops}
+            for o in self.fn.walk():
+                if id(o) not in inside:
+                    o.operands = [guard.result if v is op.result else v for v in o.operands]
         return pure + [guard]
 
+    def _analyzer(self, op: Op, wrap_as_data: bool = False) -> "_Analyzer":
+        an = _Analyzer(_Builder(op), self.loops, wrap_as_data)
+        an.inductions = self.inductions
+        return an
+
     def _rewrite_fast(self, op: Op, b: "_Builder", an: "_Analyzer"):
+        """(ops, the loaded value or None for a store) of the structured form, or None."""
         is_load = op.name == "load"
         ptr = op.operands[0]
         shape = ptr.type.shape
@@ -516,65 +545,94 @@ class MemoryAnalysis(Pass):
         if not (isinstance(off.c, int) and off.c == 0):
             base = b.op("addptr", [base, b.value(off.c)], base.type)
         if off.rowdata is not None:
-            return self._rows(op, b, base, off, bounds, valids, mask, is_load)
+            return self._rows(op, b, base, off, bounds, valids, is_load)
+        if off.coldata is not None:
+            return self._cols(op, b, base, off, bounds, valids, is_load)
         strides = [b.value(s) for s in off.strides]
         if is_load:
             other = op.operands[2] if len(op.operands) > 2 else None
-            fill = _uniform_other(other) if other is not None else None
-            extra = []
-            if isinstance(fill, Op):
-                b.ops.append(fill)
-                extra = [fill.result]
-            elif fill is not None:
-                extra = [fill]
-            tile = Op("load_tile", [base] + strides + valids + extra, [op.result.type], loc=op.loc)
-            result_ops = b.ops + [tile]
+            fill = self._fill(b, other)
+            tile = Op("load_tile", [base] + strides + valids + ([fill] if fill is not None else []),
+                      [op.result.type], loc=op.loc)
             if other is not None and fill is None:
                 sel = Op("select", [mask, tile.result, other], [op.result.type], loc=op.loc)
-                result_ops.append(sel)
-                _replace(op.result, sel.result, self.fn)
-            else:
-                _replace(op.result, tile.result, self.fn)
-            return result_ops
+                return b.ops + [tile, sel], sel.result
+            return b.ops + [tile], tile.result
         store = Op("store_tile", [base] + strides + valids + [op.operands[1]], [], loc=op.loc)
-        return b.ops + [store]
+        return b.ops + [store], None
 
-    def _rows(self, op, b, base, off, bounds, valids, mask, is_load):
+    @staticmethod
+    def _fill(b: "_Builder", other):
+        """The uniform fill value of ``other`` as a scalar (its ops added to ``b``), else None."""
+        fill = _uniform_other(other) if other is not None else None
+        if isinstance(fill, Op):
+            b.ops.append(fill)
+            return fill.result
+        return fill
+
+    @staticmethod
+    def _index_vector(b: "_Builder", data, n, stride):
+        """A [n] vector of element offsets: ``data`` ([n, 1] or [1, n]) plus ``arange(n) * stride``."""
+        ity = data.type.scalar
+        vec = b.op("reshape", [data], T.block(ity, [n]))
+        if not (isinstance(stride, int) and stride == 0):
+            ar = b.op("arange", [], T.block(T.i32, [n]), start=0, end=n)
+            s = b.cast(stride, ity) if not isinstance(stride, int) else b.value(stride, ity)
+            if ity != T.i32:
+                ar = b.op("cast", [ar], T.block(ity, [n]))
+            step = b.op("mul", [ar, b.op("splat", [s], T.block(ity, [n]))], T.block(ity, [n]))
+            vec = b.op("add", [vec, step], T.block(ity, [n]))
+        return vec
+
+    @staticmethod
+    def _lane_mask(b: "_Builder", n, valid):
+        """A [n] i1 vector: lane < valid."""
+        ar = b.op("arange", [], T.block(T.i32, [n]), start=0, end=n)
+        lim = b.cast(valid, T.i32)
+        return b.op("cmp", [ar, b.op("splat", [lim], T.block(T.i32, [n]))], T.block(T.i1, [n]), pred="lt")
+
+    def _masked_fill(self, op, b, extra, n):
+        """Append ``other``'s fill to a gather's optional operands (a mask of all lanes first when
+        there is none); None when ``other`` is not uniform."""
+        other = op.operands[2] if len(op.operands) > 2 else None
+        fill = self._fill(b, other)
+        if other is not None and fill is None:
+            return None
+        if fill is not None:
+            if not extra:
+                extra = [b.op("splat", [b.op("constant", [], T.i1, value=True)], T.block(T.i1, [n]))]
+            extra = extra + [fill]
+        return extra
+
+    def _rows(self, op, b, base, off, bounds, valids, is_load):
         if not (isinstance(off.strides[1], int) and off.strides[1] == 1):
             return None
         R = op.operands[0].type.shape[0]
-        data = off.rowdata
-        ity = data.type.scalar
-        rows = b.op("reshape", [data], T.block(ity, [R]))
-        if not (isinstance(off.strides[0], int) and off.strides[0] == 0):
-            ar = b.op("arange", [], T.block(T.i32, [R]), start=0, end=R)
-            s = b.cast(off.strides[0], ity) if not isinstance(off.strides[0], int) else b.value(off.strides[0], ity)
-            if ity != T.i32:
-                ar = b.op("cast", [ar], T.block(ity, [R]))
-            step = b.op("mul", [ar, b.op("splat", [s], T.block(ity, [R]))], T.block(ity, [R]))
-            rows = b.op("add", [rows, step], T.block(ity, [R]))
-        extra = []
-        if bounds[0] is not None:
-            ar = b.op("arange", [], T.block(T.i32, [R]), start=0, end=R)
-            lim = b.cast(valids[0], T.i32)
-            extra = [b.op("cmp", [ar, b.op("splat", [lim], T.block(T.i32, [R]))], T.block(T.i1, [R]), pred="lt")]
+        rows = self._index_vector(b, off.rowdata, R, off.strides[0])
+        extra = [self._lane_mask(b, R, valids[0])] if bounds[0] is not None else []
         if is_load:
-            other = op.operands[2] if len(op.operands) > 2 else None
-            fill = _uniform_other(other) if other is not None else None
-            if other is not None and fill is None:
+            extra = self._masked_fill(op, b, extra, R)
+            if extra is None:
                 return None
-            if isinstance(fill, Op):
-                b.ops.append(fill)
-                fill = fill.result
-            if fill is not None:
-                if not extra:
-                    extra = [b.op("splat", [b.op("constant", [], T.i1, value=True)], T.block(T.i1, [R]))]
-                extra.append(fill)
             g = Op("gather_rows", [base, rows, valids[1]] + extra, [op.result.type], loc=op.loc)
-            _replace(op.result, g.result, self.fn)
-            return b.ops + [g]
+            return b.ops + [g], g.result
         s = Op("scatter_rows", [base, rows, valids[1], op.operands[1]] + extra, [], loc=op.loc)
-        return b.ops + [s]
+        return b.ops + [s], None
+
+    def _cols(self, op, b, base, off, bounds, valids, is_load):
+        """Columns picked by an index vector (``x[:, (c + arange) % n]`` when it wraps around): a
+        gather of columns, each a run of rows ``row stride`` apart.  Loads only."""
+        if not is_load or (isinstance(off.strides[0], int) and off.strides[0] < 0):
+            return None
+        C = op.operands[0].type.shape[1]
+        cols = self._index_vector(b, off.coldata, C, off.strides[1])
+        extra = [self._lane_mask(b, C, valids[1])] if bounds[1] is not None else []
+        extra = self._masked_fill(op, b, extra, C)
+        if extra is None:
+            return None
+        g = Op("gather_cols", [base, cols, b.value(off.strides[0]), valids[0]] + extra, [op.result.type],
+               loc=op.loc)
+        return b.ops + [g], g.result
 
 
 def _replace(old, new, fn: Function) -> None:

@@ -12,28 +12,8 @@ first; at most one branch per loop per run, and only loops whose body stays smal
 from __future__ import annotations
 
 from tritonpu.ir import Function, Op, Region
-from tritonpu.passes.double_buffer import _clone, _clone_op, loop_like
+from tritonpu.passes.rewrite import clone, clone_op, invariant_slice, loop_like
 from tritonpu.passes.manager import Pass, register
-
-
-def _invariant_slice(body: Region, v):
-    """Body ops computing v from values outside the loop (program order), or None."""
-    defs = {id(r): o for o in body.ops for r in o.results}
-    need, stack = set(), [v]
-    while stack:
-        x = stack.pop()
-        o = defs.get(id(x))
-        if o is None:
-            if any(x is a for a in body.args):
-                return None
-            continue
-        if id(o) in need:
-            continue
-        if o.regions or o.opdef.effects or o.opdef.terminator:
-            return None
-        need.add(id(o))
-        stack.extend(o.operands)
-    return [o for o in body.ops if id(o) in need]
 
 
 def _version(loop: Op, guard: Op, branch: int) -> Op:
@@ -47,11 +27,11 @@ def _version(loop: Op, guard: Op, branch: int) -> Op:
     for o in body.ops:
         if o is guard:
             region = guard.regions[branch]
-            _clone(region.ops[:-1], mapping, ops)
+            clone(region.ops[:-1], mapping, ops)
             for r, y in zip(guard.results, region.ops[-1].operands):
                 mapping[id(r)] = mapping.get(id(y), y)
             continue
-        ops.append(_clone_op(o, mapping))
+        ops.append(clone_op(o, mapping))
     return loop_like(loop, args, ops)
 
 
@@ -98,7 +78,7 @@ class Unswitch(Pass):
         for guard in body.ops:
             if guard.name != "if":
                 continue
-            cond_ops = _invariant_slice(body, guard.operands[0])
+            cond_ops = invariant_slice(body, guard.operands[0])
             if cond_ops is None:
                 continue
             region = loop.parent

@@ -36,9 +36,10 @@ from tritonpu.ir import Function, Op, Region, Value
 from tritonpu.ir import types as T
 from tritonpu.passes.cse import CommonSubexpressionElimination
 from tritonpu.passes.dce import DeadCodeElimination
-from tritonpu.passes.double_buffer import _LOADS, _clone, _clone_op, _positive_step, _replace_all_uses, loop_like
+from tritonpu.passes.rewrite import (TILE_LOADS, clone, clone_op, invariant_slice, loop_like, positive_step,
+                                     replace_all_uses)
 from tritonpu.passes.manager import Pass, register
-from tritonpu.passes.unswitch import _invariant_slice, versions_if
+from tritonpu.passes.unswitch import versions_if
 from tritonpu.ref.evaluator import EVAL
 
 
@@ -49,9 +50,9 @@ def _candidates(body: Region) -> list:
         if op.name != "for" or op.attrs.get("double_buffer"):
             continue
         lb, ub, step = op.operands[:3]
-        if not _positive_step(step) or not any(o.name in _LOADS for o in op.regions[0].ops):
+        if not positive_step(step) or not any(o.name in TILE_LOADS for o in op.regions[0].ops):
             continue
-        slices = [_invariant_slice(body, v) for v in (lb, ub, step)]
+        slices = [invariant_slice(body, v) for v in (lb, ub, step)]
         if any(s is None for s in slices):
             continue
         out.append((op, [o for s in slices for o in s]))
@@ -87,14 +88,14 @@ def _inline(ops, cands, mapping: dict) -> list:
     out: list = []
     for o in ops:
         if id(o) not in loops:
-            out.append(_clone_op(o, mapping))
+            out.append(clone_op(o, mapping))
             continue
         body = o.regions[0]
         lb = o.operands[0]
         mapping[id(body.args[0])] = mapping.get(id(lb), lb)
         for a, init in zip(body.args[1:], o.operands[3:]):
             mapping[id(a)] = mapping.get(id(init), init)
-        _clone(body.ops[:-1], mapping, out)
+        clone(body.ops[:-1], mapping, out)
         for r, y in zip(o.results, body.ops[-1].operands):
             mapping[id(r)] = mapping.get(id(y), y)
     return out
@@ -192,7 +193,7 @@ def _replace(fn, region, loop, new) -> None:
         b.name = a.name
     region.ops[region.ops.index(loop)] = new
     new.parent = region
-    _replace_all_uses(fn, loop.results, new.results)
+    replace_all_uses(fn, loop.results, new.results)
 
 
 # ---- deciding at launch ----------------------------------------------------------------------

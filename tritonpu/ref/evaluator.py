@@ -11,7 +11,7 @@ import math
 
 import numpy as np
 
-from tritonpu.dtypes import float_to_int
+from tritonpu.dtypes import float_to_int, fma
 from tritonpu.errors import ExecutionError
 from tritonpu.ir import Function, Op, Region
 from tritonpu.ir import types as T
@@ -173,8 +173,7 @@ EVAL = {
     "expm1": _math(np.expm1),
     "log10": _math(np.log10),
     "rint": _math(np.rint),
-    "fma": lambda op, a, b, c: _arr(a.astype(np.float64) * b.astype(np.float64) + c.astype(np.float64)
-                                    if op.results[0].type.scalar.is_float else a * b + c, op.results[0].type),
+    "fma": lambda op, a, b, c: _arr(fma(a, b, c, _npdt(op.results[0].type)), op.results[0].type),
     "cmp": lambda op, a, b: _arr(_CMP[op.attrs["pred"]](a, b), op.results[0].type),
     "select": lambda op, c, a, b: _arr(np.where(c, a, b), op.results[0].type),
     "cast": _cast,

@@ -1,0 +1,254 @@
+"""The cube path at the configurations users write (simulated cycles, deterministic):
+
+    python bench/cube.py [--quick] [--only tutorial,plain,attention] [--sizes 1024,2048]
+
+Kernels:
+* Triton's matmul tutorial as published (grouped program order, ``% M`` / ``% N`` wrapped
+  offsets, ``mask=offs_k < K - k * BLOCK_K``, ``accumulator = tl.dot(a, b, accumulator)``, fp16
+  out), fp16 in / fp32 accumulate, at the ten configurations of the tutorial's autotune list
+  (its eight fp16 ones and its two fp8 ones), plus 128x128x64;
+* a plain blocked matmul (no wrap, no masks, ``acc += tl.dot(a, b)``) at 128x128x64, with double
+  buffering on and off;
+* FlashAttention forward (``kernels/flash_attention.py``), fp16, 8 heads x 2048 x 128, BLOCK_M 128,
+  BLOCK_N 64 and 128.
+
+Columns: simulated cycles; the roofline (DESIGN.md section 6) and efficiency = roofline / cycles;
+``tile bound``: the fewest cycles the tile shape allows -- the busiest of the cube, MTE2 (every
+program's operand bytes at the L2 rate), MTE1 and FIX per program, times the programs the
+busiest core runs, and never under the roofline -- and ``of bound`` = tile bound / cycles;
+``overlap``: the busiest pipe's busy cycles on the slowest core / cycles (1.0: that pipe never
+idles). Results are checked against numpy. Sanitizer off. ``--quick``: 1024^3 only, attention
+at 2 heads.
+"""
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import sys
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "kernels"))
+
+import flash_attention as fa  # noqa: E402
+
+import tritonpu  # noqa: E402
+import tritonpu.language as tl  # noqa: E402
+from tritonpu.isa import MACHINES  # noqa: E402
+
+M910 = MACHINES["ascend910b"]
+
+# Triton's tutorial (03-matrix-multiplication): its eight fp16 configs and its two fp8 ones
+TUTORIAL_CONFIGS = ((128, 256, 64), (64, 256, 32), (128, 128, 32), (128, 64, 32), (64, 128, 32), (128, 32, 32),
+                    (64, 32, 32), (32, 64, 32), (128, 256, 128), (256, 128, 128))
+EXTRA_CONFIGS = ((128, 128, 64),)
+
+
+@tritonpu.jit
+def tutorial_matmul(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
+                    BLOCK_SIZE_M: tl.constexpr, BLOCK_SIZE_N: tl.constexpr, BLOCK_SIZE_K: tl.constexpr,
+                    GROUP_SIZE_M: tl.constexpr):
+    pid = tl.program_id(axis=0)
+    num_pid_m = tl.cdiv(M, BLOCK_SIZE_M)
+    num_pid_n = tl.cdiv(N, BLOCK_SIZE_N)
+    num_pid_in_group = GROUP_SIZE_M * num_pid_n
+    group_id = pid // num_pid_in_group
+    first_pid_m = group_id * GROUP_SIZE_M
+    group_size_m = min(num_pid_m - first_pid_m, GROUP_SIZE_M)
+    pid_m = first_pid_m + ((pid % num_pid_in_group) % group_size_m)
+    pid_n = (pid % num_pid_in_group) // group_size_m
+    offs_am = (pid_m * BLOCK_SIZE_M + tl.arange(0, BLOCK_SIZE_M)) % M
+    offs_bn = (pid_n * BLOCK_SIZE_N + tl.arange(0, BLOCK_SIZE_N)) % N
+    offs_k = tl.arange(0, BLOCK_SIZE_K)
+    a_ptrs = a_ptr + (offs_am[:, None] * stride_am + offs_k[None, :] * stride_ak)
+    b_ptrs = b_ptr + (offs_k[:, None] * stride_bk + offs_bn[None, :] * stride_bn)
+    accumulator = tl.zeros((BLOCK_SIZE_M, BLOCK_SIZE_N), dtype=tl.float32)
+    for k in range(0, tl.cdiv(K, BLOCK_SIZE_K)):
+        a = tl.load(a_ptrs, mask=offs_k[None, :] < K - k * BLOCK_SIZE_K, other=0.0)
+        b = tl.load(b_ptrs, mask=offs_k[:, None] < K - k * BLOCK_SIZE_K, other=0.0)
+        accumulator = tl.dot(a, b, accumulator)
+        a_ptrs += BLOCK_SIZE_K * stride_ak
+        b_ptrs += BLOCK_SIZE_K * stride_bk
+    c = accumulator.to(tl.float16)
+    offs_cm = pid_m * BLOCK_SIZE_M + tl.arange(0, BLOCK_SIZE_M)
+    offs_cn = pid_n * BLOCK_SIZE_N + tl.arange(0, BLOCK_SIZE_N)
+    c_ptrs = c_ptr + stride_cm * offs_cm[:, None] + stride_cn * offs_cn[None, :]
+    c_mask = (offs_cm[:, None] < M) & (offs_cn[None, :] < N)
+    tl.store(c_ptrs, c, mask=c_mask)
+
+
+@tritonpu.jit
+def plain_matmul(a_ptr, b_ptr, c_ptr, K, N: tl.constexpr,
+                 BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    pid = tl.program_id(0)
+    pid_m = pid // (N // BN)
+    pid_n = pid % (N // BN)
+    rm = pid_m * BM + tl.arange(0, BM)
+    rn = pid_n * BN + tl.arange(0, BN)
+    rk = tl.arange(0, BK)
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k in range(0, K, BK):
+        a = tl.load(a_ptr + rm[:, None] * K + (k + rk)[None, :])
+        b = tl.load(b_ptr + (k + rk)[:, None] * N + rn[None, :])
+        acc += tl.dot(a, b)
+    tl.store(c_ptr + rm[:, None] * N + rn[None, :], acc)
+
+
+def _ceil(a, b):
+    return -(-a // b)
+
+
+def matmul_tile_bound(M, N, K, bm, bn, bk, es=2, cores=24, roofline=0.0):
+    """The fewest cycles this tile shape allows on the preset (see the module docstring)."""
+    k0 = 32 // es
+    trips = _ceil(K, bk)
+    cube = _ceil(bm, 16) * _ceil(bn, 16) * _ceil(bk, k0) * trips
+    mte2 = (bm * bk + bk * bn) * es * trips / M910.l2_bytes_per_cycle
+    mte1 = (bm * bk * es / M910.paths["l1->l0a"].bytes_per_cycle
+            + bk * bn * es / M910.paths["l1->l0b"].bytes_per_cycle) * trips
+    fix = bm * bn * 4 / M910.paths["l0c->gm"].bytes_per_cycle
+    programs = _ceil(M, bm) * _ceil(N, bn)
+    rounds = _ceil(programs, cores)
+    per = max(cube, mte2, mte1, fix)
+    return max(roofline, rounds * per), {"cube": cube, "mte2": mte2, "mte1": mte1, "fix": fix}
+
+
+def overlap(st) -> float:
+    """The busiest pipe's busy cycles on the slowest core / cycles."""
+    slow = max(range(len(st.core_cycles)), key=lambda i: st.core_cycles[i])
+    busy = st.pipe_busy_by_core[slow]
+    return max(v for k, v in busy.items() if k != "scalar") / st.cycles if st.cycles else 0.0
+
+
+HEADER = (f"{'kernel':<46}{'cycles':>10}{'roofline':>10}{'eff':>7}{'tile bound':>12}{'of bound':>10}"
+          f"{'overlap':>9}{'wall s':>8}")
+
+
+def row(label, launch, check, bound=None):
+    t0 = time.perf_counter()
+    try:
+        out, h = launch()
+    except Exception as e:  # a config that fails is a finding: report it, go on
+        print(f"{label:<46}{'FAILED':>10}  {type(e).__name__}: {str(e).splitlines()[0][:150]}", flush=True)
+        return None
+    wall = time.perf_counter() - t0
+    st = h.stats
+    err = check(out)
+    b = bound(st) if bound else None
+    print(f"{label:<46}{st.cycles:>10}{st.roofline_cycles:>10.0f}{st.efficiency:>7.3f}"
+          + (f"{b:>12.0f}{b / st.cycles:>10.3f}" if b else f"{'':>12}{'':>10}")
+          + f"{overlap(st):>9.3f}{wall:>8.1f}" + ("" if err is None else f"   WRONG: {err}"), flush=True)
+    return None if err is not None else (st, b)
+
+
+def _close(out, ref, atol, rtol):
+    try:
+        np.testing.assert_allclose(out.astype(np.float32), ref, atol=atol, rtol=rtol)
+        return None
+    except AssertionError as e:
+        return " ".join(str(e).split())[:150]
+
+
+def tutorial(n, rng, configs):
+    a = (rng.random((n, n)) - 0.5).astype(np.float16)
+    b = (rng.random((n, n)) - 0.5).astype(np.float16)
+    ref = a[:64].astype(np.float32) @ b.astype(np.float32)
+    out = {}
+    for bm, bn, bk in configs:
+        def launch(bm=bm, bn=bn, bk=bk):
+            c = np.empty((n, n), np.float16)
+            h = tutorial_matmul[(_ceil(n, bm) * _ceil(n, bn),)](
+                a, b, c, n, n, n, n, 1, n, 1, n, 1, BLOCK_SIZE_M=bm, BLOCK_SIZE_N=bn, BLOCK_SIZE_K=bk,
+                GROUP_SIZE_M=8, sanitize=False)
+            return c, h
+        r = row(f"tutorial {n}^3 {bm}x{bn}x{bk}", launch, lambda c: _close(c[:64], ref, 2e-2, 1e-2),
+                lambda st, bm=bm, bn=bn, bk=bk: matmul_tile_bound(n, n, n, bm, bn, bk, roofline=st.roofline_cycles)[0])
+        out[(n, bm, bn, bk)] = r
+    return out
+
+
+def plain(n, rng):
+    a = (rng.random((n, n)) - 0.5).astype(np.float16)
+    b = (rng.random((n, n)) - 0.5).astype(np.float16)
+    ref = a[:64].astype(np.float32) @ b.astype(np.float32)
+    bm, bn, bk = 128, 128, 64
+    res = {}
+    for db in (True, False):
+        def launch(db=db):
+            c = np.empty((n, n), np.float32)
+            h = plain_matmul[(n // bm * (n // bn),)](a, b, c, n, N=n, BM=bm, BN=bn, BK=bk, double_buffer=db,
+                                                     sanitize=False)
+            return c, h
+        res[db] = row(f"plain {n}^3 {bm}x{bn}x{bk} double buffer {'on' if db else 'off'}", launch,
+                      lambda c: _close(c[:64], ref, 1e-2, 1e-3),
+                      lambda st: matmul_tile_bound(n, n, n, bm, bn, bk, roofline=st.roofline_cycles)[0])
+    return res
+
+
+def attention(heads, seq, d, rng, block_ns):
+    q, k, v = ((rng.standard_normal((heads, seq, d)) * 0.5).astype(np.float16) for _ in range(3))
+    res = {}
+    for bn in block_ns:
+        def launch(bn=bn):
+            return fa.attention(q, k, v, BLOCK_M=128, BLOCK_N=bn, sanitize=False)
+
+        def check(out):
+            r = _attn_ref(q[:1, :256], k[:1], v[:1])
+            return _close(out[:1, :256], r, 2e-2, 2e-2)
+        res[bn] = row(f"attention {heads}x{seq}x{d} fp16 128x{bn}", launch, check)
+    return res
+
+
+def _attn_ref(q, k, v):
+    q64, k64, v64 = (x.astype(np.float64) for x in (q, k, v))
+    s = q64 @ np.swapaxes(k64, 1, 2) / math.sqrt(q.shape[-1])
+    p = np.exp(s - s.max(axis=-1, keepdims=True))
+    return (p / p.sum(axis=-1, keepdims=True)) @ v64
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--quick", action="store_true", help="1024^3 only; attention at 2 heads")
+    ap.add_argument("--only", default="", help="comma-separated subset: tutorial,plain,attention")
+    ap.add_argument("--sizes", default="", help="matmul sizes, e.g. 1024,2048 (default 1024,2048)")
+    ap.add_argument("--configs", default="", help="tutorial configs, e.g. 128x256x64,64x32x32 (default: all)")
+    args = ap.parse_args(argv)
+    only = set(filter(None, args.only.split(",")))
+    sizes = [int(s) for s in args.sizes.split(",") if s] or ([1024] if args.quick else [1024, 2048])
+    configs = [tuple(int(x) for x in c.split("x")) for c in args.configs.split(",") if c] or \
+        list(TUTORIAL_CONFIGS + EXTRA_CONFIGS)
+    rng = np.random.default_rng(0)
+    print("sanitize=False; simulated cycles")
+    print(HEADER)
+    summary = []
+    if not only or "tutorial" in only:
+        tut = {}
+        for n in sizes:
+            tut.update(tutorial(n, rng, configs))
+        ten = [v for (n, *c), v in tut.items() if tuple(c) in TUTORIAL_CONFIGS]
+        ok = [v for v in ten if v is not None]
+        ratios = [b / st.cycles for st, b in ok]
+        summary.append(f"tutorial: {len(ok)}/{len(ten)} compile and are correct, ratio to tile bound min "
+                       f"{min(ratios, default=0):.3f}")
+        for key in ((2048, 128, 256, 64), (2048, 128, 128, 64)):
+            if tut.get(key):
+                summary.append(f"{key[1]}x{key[2]}x{key[3]} @2048 eff {tut[key][0].efficiency:.3f}")
+    if not only or "plain" in only:
+        n = sizes[0]
+        p = plain(n, rng)
+        if p[True] and p[False]:
+            summary.append(f"plain {n}^3 eff {p[True][0].efficiency:.3f}, double buffering "
+                           f"{p[False][0].cycles / p[True][0].cycles:.2f}x")
+    if not only or "attention" in only:
+        heads = 2 if args.quick else 8
+        at = attention(heads, 2048, 128, rng, (64, 128))
+        for bn, r in at.items():
+            if r:
+                summary.append(f"attention 128x{bn}: {r[0].cycles} cycles, overlap {overlap(r[0]):.3f}")
+    print("summary: " + "; ".join(summary))
+
+
+if __name__ == "__main__":
+    main()

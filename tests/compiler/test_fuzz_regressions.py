@@ -1,0 +1,92 @@
+"""Silent wrong results found by differential fuzzing (npu vs ref vs cpu), each as its reproducer:
+every backend must give the reference's bits."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tritonpu
+import tritonpu.language as tl
+
+BACKENDS = ["npu", "ref", "cpu"]
+
+
+@tritonpu.jit
+def _bitcast_pid(out_ptr, bits_ptr, BLOCK: tl.constexpr):
+    pid = tl.program_id(0)
+    bits = pid.to(tl.float32, bitcast=True)
+    offs = pid * BLOCK + tl.arange(0, BLOCK)
+    tl.store(out_ptr + offs, offs)
+    tl.store(bits_ptr + pid, bits)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_scalar_bitcast_leaves_its_operand_alone(backend):
+    """The bitcast's result once took pid's register while pid was still live: every program
+    wrote the first block."""
+    out, bits = np.full(64, -1, np.int32), np.zeros(4, np.float32)
+    _bitcast_pid[(4,)](out, bits, BLOCK=16, backend=backend)
+    np.testing.assert_array_equal(out, np.arange(64, dtype=np.int32))
+    np.testing.assert_array_equal(bits.view(np.int32), np.arange(4, dtype=np.int32))
+
+
+@tritonpu.jit
+def _scan(x_ptr, y_ptr, BLOCK: tl.constexpr, PROD: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs)
+    if PROD:
+        y = tl.cumprod(x, 0, reverse=True)
+    else:
+        y = tl.cumsum(x, 0, reverse=True)
+    tl.store(y_ptr + offs, y)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("head,expect", [([np.inf, 1, 0], [np.inf, 1, 0]), ([1, 1e8, -1e8], [1, 0, -1e8])])
+def test_reverse_cumsum_sums_from_the_right(backend, head, expect):
+    """A reverse cumsum was total - prefix + x: an inf anywhere made every element NaN, and a
+    cancellation ahead of an element reached it (y[0] = 0 instead of 1)."""
+    x = np.zeros(16, np.float32)
+    x[:3] = head
+    y = np.full(16, 7, np.float32)
+    _scan[(1,)](x, y, BLOCK=16, PROD=False, backend=backend)
+    assert y[:3].tolist() == expect and not y[3:].any()
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_reverse_cumprod_multiplies_from_the_right(backend):
+    x = np.array([2, 0.5, np.inf, 0, 3, 1, -1, 2] * 2, np.float32)
+    y = np.zeros(16, np.float32)
+    _scan[(1,)](x, y, BLOCK=16, PROD=True, backend=backend)
+    with np.errstate(invalid="ignore"):
+        np.testing.assert_array_equal(y, np.flip(np.cumprod(np.flip(x))))
+
+
+@tritonpu.jit
+def _fma(a_ptr, b_ptr, c_ptr, y_ptr, s_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(y_ptr + offs, tl.fma(tl.load(a_ptr + offs), tl.load(b_ptr + offs), tl.load(c_ptr + offs)))
+    tl.store(s_ptr, tl.fma(tl.load(a_ptr + 1), tl.load(b_ptr + 1), tl.load(c_ptr + 1)))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+def test_fma_rounds_once(backend, dtype):
+    """tl.fma on the vector unit was vmul + vadd, 1-2 ulp off the fused result on ~30% of lanes.
+    Checked against a*b + c in f64 rounded to the type (the products are exact in f64, and no lane
+    of these data lands on a tie, so that is the fused result), and lane 0 against the f32
+    double-rounding trap that f64-then-f32 falls into."""
+    rng = np.random.default_rng(7)
+    a, b, c = (rng.standard_normal(256).astype(dtype) for _ in range(3))
+    a[1], b[1], c[1] = 1 + 2.0 ** -6, 1 - 2.0 ** -6, -1     # cancellation: exactly -2^-12
+    y, s = np.zeros(256, dtype), np.zeros(1, dtype)
+    if dtype == np.float32:
+        a[0] = b[0] = 1 + 2.0 ** -12
+        c[0] = 2.0 ** -80         # just above a tie: fused rounds up, f64-then-f32 rounds to even
+    _fma[(1,)](a, b, c, y, s, BLOCK=256, backend=backend)
+    exact = (a.astype(np.float64) * b.astype(np.float64) + c.astype(np.float64)).astype(dtype)
+    if dtype == np.float32:
+        assert y[0] == np.float32(1 + 2.0 ** -11 + 2.0 ** -23)
+        exact[0] = y[0]
+    np.testing.assert_array_equal(y, exact)
+    assert s[0] == -(2.0 ** -12)

@@ -1,0 +1,126 @@
+"""IR facts and rewriting helpers that several passes share.
+
+* What a tile load is (``TILE_LOADS``) and which of its operands are valid extents
+  (``load_extents``), what a pointer points into (``root``) and which arguments a piece of code
+  may write (``written_by``).
+* The ops of a loop body that compute a value from outside the loop only (``invariant_slice``).
+* Cloning ops with their regions through a value mapping (``clone``, ``clone_op``), a ``for``
+  like another with a new body (``loop_like``), replacing every use of values (``replace_all_uses``).
+"""
+from __future__ import annotations
+
+from tritonpu.ir import Function, Op, Region, Value
+from tritonpu.ir.ops import TILE_LOADS  # noqa: F401  (shared with the passes from here)
+_WRITES = {"store": 0, "store_tile": 0, "scatter_rows": 0, "atomic_rmw": 0, "atomic_cas": 0}
+_POINTER_PATH = ("addptr", "splat", "broadcast", "expand_dims", "reshape", "permute")
+
+
+def positive_step(v) -> bool:
+    """A loop step known to be positive: a positive constant, or a grid size."""
+    from tritonpu.passes.persistent import GRID_ARGS
+    op = v.owner
+    if op is None:
+        return v.name in GRID_ARGS          # grid sizes (num_programs under the persistent loop)
+    if op.name == "constant":
+        return isinstance(op.attrs["value"], int) and op.attrs["value"] > 0
+    return op.name == "num_programs"
+
+
+def root(ptr):
+    """The kernel argument a pointer (or block of pointers) points into, or None if unknown."""
+    v = ptr
+    while v.owner is not None and v.owner.name in _POINTER_PATH:
+        v = v.owner.operands[0]
+    if v.owner is not None and v.owner.name == "select":
+        a, b = root(v.owner.operands[1]), root(v.owner.operands[2])
+        return a if a is not None and a is b else None
+    return v if v.owner is None and v.type.is_ptr else None
+
+
+def written_by(ops) -> set:
+    """id() of every argument one of ``ops`` (nested too) may write; None if one is unknown."""
+    out = set()
+    for top in ops:
+        for o in top.walk():
+            if o.name in _WRITES:
+                r = root(o.operands[_WRITES[o.name]])
+                out.add(id(r) if r is not None else None)
+    return out
+
+
+def invariant_slice(body: Region, v):
+    """Body ops computing v from values outside the loop (program order), or None."""
+    defs = {id(r): o for o in body.ops for r in o.results}
+    need, stack = set(), [v]
+    while stack:
+        x = stack.pop()
+        o = defs.get(id(x))
+        if o is None:
+            if any(x is a for a in body.args):
+                return None
+            continue
+        if id(o) in need:
+            continue
+        if o.regions or o.opdef.effects or o.opdef.terminator:
+            return None
+        need.add(id(o))
+        stack.extend(o.operands)
+    return [o for o in body.ops if id(o) in need]
+
+
+def load_extents(ld: Op) -> list:
+    """(operand index, value for a trip that does not exist) of each valid extent of a tile load:
+    a trip that does not exist reads nothing (its last extent 0, the others full)."""
+    if ld.name == "gather_rows":
+        return [(2, 0)]                                  # valid_cols
+    if ld.name == "gather_cols":
+        return [(3, 0)]                                  # valid_rows
+    shape = ld.result.type.shape
+    rank = len(shape)
+    return [(1 + rank + d, 0 if d == rank - 1 else shape[d]) for d in range(rank)]
+
+
+def loop_like(loop: Op, args: list, ops: list) -> Op:
+    """A ``for`` with ``loop``'s bounds, initial values, attributes and result names, and a body
+    of region arguments ``args`` and ``ops``."""
+    body = Region(args, ops)
+    for o in ops:
+        o.parent = body
+    new = Op("for", list(loop.operands), [r.type for r in loop.results], dict(loop.attrs), [body], loop.loc)
+    for a, b in zip(loop.results, new.results):
+        b.name = a.name
+    return new
+
+
+def clone(ops, mapping: dict, into: list, skip=()) -> None:
+    """Clone ``ops`` (with their regions) into ``into``, operands through ``mapping`` (updated)."""
+    for o in ops:
+        if id(o) in skip:
+            continue
+        into.append(clone_op(o, mapping))
+
+
+def clone_op(o: Op, mapping: dict) -> Op:
+    regions = []
+    for r in o.regions:
+        args = [Value(a.type, a.name) for a in r.args]
+        for a, b in zip(r.args, args):
+            mapping[id(a)] = b
+        inner: list = []
+        clone(r.ops, mapping, inner)
+        nr = Region(args, inner)
+        for x in inner:
+            x.parent = nr
+        regions.append(nr)
+    n = Op(o.name, [mapping.get(id(v), v) for v in o.operands], [r.type for r in o.results], dict(o.attrs),
+           regions, o.loc)
+    for a, b in zip(o.results, n.results):
+        b.name = a.name
+        mapping[id(a)] = b
+    return n
+
+
+def replace_all_uses(fn: Function, old, new) -> None:
+    mapping = {id(a): b for a, b in zip(old, new)}
+    for o in fn.walk():
+        o.operands = [mapping.get(id(v), v) for v in o.operands]
