@@ -222,13 +222,13 @@ def test_cli_prints_passes_isa_and_profile():
 
 
 def test_a_carried_value_that_overflows_ub_is_reported_at_its_source_line():
-    # attention with 128x128 blocks at head dim 128: the loop-carried accumulator is the largest
+    # attention with 256x128 blocks at head dim 128: the loop-carried accumulator is the largest
     # value live at the peak; its group starts with the loop's region argument, which has no
     # source — the error names the line of the loop that carries it (it had no location)
     fa = _kernels("flash_attention")
     q = np.zeros((1, 256, 128), np.float16)
     with pytest.raises(tritonpu.CompilationError) as e:
-        fa.attention(q, q, q, BLOCK_M=128, BLOCK_N=128)
+        fa.attention(q, q, q, BLOCK_M=256, BLOCK_N=128)
     first = str(e.value).splitlines()[0]
     assert re.match(r".*kernels/flash_attention\.py:\d+:\d+: error: the kernel needs \d+ bytes of Unified Buffer", first)
-    assert "tensor<128x128xf32>" in first
+    assert "`acc_2` (tensor<256x128xf32>) alone takes 131072 bytes" in first

@@ -92,6 +92,11 @@ def _loaded(v) -> bool:
 
 
 def _in_place_ok(op) -> bool:
+    """The op may write its result over an operand it reads last: one-instruction elementwise work,
+    and a dot with an ``acc`` (FIX drains the product in chunks that are added to it row by row)."""
+    if op.name == "dot":
+        return len(op.operands) == 3 and str(op.operands[2].type.scalar) == str(op.result.type.scalar) \
+            and str(op.result.type.scalar) in ("f32", "i32") and len(op.result.type.shape) == 2
     return op.opdef.kind in ("elementwise", "compare", "select", "cast") and op.name != "fma"
 
 
@@ -524,6 +529,18 @@ class Analysis:
         body = op.regions[0]
         term = body.terminator
         skip = self.l0c_loops.get(id(op), {})
+        # a carried tile read once, by an op that may write its result over it, is updated in
+        # place (acc = acc * alpha): the result takes the carried buffer
+        for i, arg in enumerate(body.args[1:]):
+            uses = self.users.get(id(arg), [])
+            if i in skip or self.home.get(id(arg)) != UB or len(uses) != 1 or _loaded(term.operands[i]):
+                continue        # (a prefetched tile's buffer belongs to its transfers: see _number)
+            u = uses[0][0]
+            if u.parent is body and _in_place_ok(u) and len(u.results) == 1 and \
+                    self.home.get(id(u.result)) == UB and str(u.result.type) == str(arg.type) and \
+                    self.group_of[id(u.result)] is not self.group_of[id(arg)] and \
+                    len(self.group_of[id(u.result)].values) == 1:
+                merge(self.group_of[id(arg)], u.result)
         for i, (arg, y) in enumerate(zip(body.args[1:], term.operands)):
             h = self.home.get(id(arg))
             if i in skip or h not in (UB, L1) or self.home.get(id(y)) != h or y.owner is None:
@@ -584,6 +601,67 @@ class Analysis:
                     continue
                 if all(v.owner is not None and self._top_op(v.owner, region) is not None for v in gy.values):
                     merge(gr, y)
+                    self._in_place_chain(y, region, gr, merge)
+                elif self._dies_into(op, i, y):
+                    merge(gr, y)
+
+    def _in_place_chain(self, y, region, gr: Group, merge) -> None:
+        """``y`` computed in place over an operand (``acc * alpha``, a dot over its ``acc``) that
+        dies there and lives only in ``region``: that operand (and so on back, a loop's result
+        with the tile it carried) takes the same buffer."""
+        while y.owner is not None and _in_place_ok(y.owner) and y.owner.results:
+            o, nxt = y.owner, None
+            s = self.span[id(o)][0]
+            for u in o.operands:
+                if self.home.get(id(u)) != UB or str(u.type) != str(y.type):
+                    continue
+                gu = self.group_of.get(id(u))
+                if gu is None or gu is gr or gu.end > s:
+                    continue
+                if all(v.owner is not None and self._top_op(v.owner, region) is not None or
+                       (v.owner is None and self._top_op(self._arg_owner(v), region) is not None)
+                       for v in gu.values):
+                    merge(gr, u)
+                    nxt = u
+                    break
+            if nxt is None:
+                return
+            y = nxt
+
+    def _arg_owner(self, v):
+        """The op whose region has ``v`` as an argument (None for a function argument)."""
+        for o in self.fn.walk():
+            if any(a is v for r in o.regions for a in r.args):
+                return o
+        return None
+
+    def _dies_into(self, op: Op, i: int, y) -> bool:
+        """``y``, made before the ``if`` and yielded as its result ``i`` by a branch, is read only in
+        the if, and every other branch makes its own result ``i`` after its last read of ``y``
+        (``if c { yield f(y) } else { yield y }``, a loop's last trip): ``y`` can live in the result's
+        buffer from the start."""
+        if self._top_op(y.owner, op.regions[0]) is not None if y.owner is not None else False:
+            return False
+        if not all(any(self._top_op(u, r) is not None for r in op.regions) for u, _ in self.users.get(id(y), [])):
+            return False
+        for region in op.regions:
+            yb = region.terminator.operands[i] if region.terminator is not None else None
+            if yb is None or yb is y:
+                continue
+            last = self.span[id(op)][0]
+            for u, _ in self.users.get(id(y), []):
+                top = self._top_op(u, region)
+                if top is not None:
+                    s, e = self.span[id(top)]
+                    last = max(last, s if (top is u and _in_place_ok(u)) else e)
+            gb = self.group_of[id(yb)]
+            if not all(any(v is r for r in op.results) or
+                       (v.owner is not None and self._top_op(v.owner, region) is not None and
+                        self.defined[id(v)] > last) or
+                       (v.owner is None and self._top_op(self._arg_owner(v), region) is not None and
+                        self.defined[id(v)] > last) for v in gb.values):
+                return False
+        return True
 
     @staticmethod
     def _top_op(o: Op, body):

@@ -15,6 +15,7 @@ from tritonpu.codegen.asmlist import Access
 from tritonpu.codegen.values import Tile, asm_type
 
 _K0_BYTES = 32
+_DRAIN_BYTES = 4096        # UB per chunk of an accumulator FIX drains to be added on the vector unit
 
 
 def _ceil_to(n: int, k: int) -> int:
@@ -94,18 +95,34 @@ class CubeEmitter:
         self._products(c, tacc, M, N, K, np_, init=1)
         dst = self.out_tile(op.result)
         tout = dst.dtype
+        if acc_v is not None and tout == tacc and asm_type(acc_v.type) == tacc:
+            return self._add_drained(c, dst, self.as_tile(acc_v), M, N, np_)
         prod = dst if (acc_v is None or tout == tacc) else Tile.dense(self.scratch(M * N * 4), tacc, (M, N), 4)
         self.drain_l0c(c, prod)
         if acc_v is None:
             return
         acc = self.as_tile(acc_v)
-        if prod is dst:
-            self.vec(f"vadd.{tout}", dst, [dst, acc])
-            return
         wide = Tile.dense(self.scratch(M * N * 4), tacc, (M, N), 4)
         self.vec(f"vcast.{tacc}.{acc.dtype}", wide, [acc])
         self.vec(f"vadd.{tacc}", prod, [prod, wide])
         self.vec(f"vcast.{tout}.{tacc}", dst, [prod])
+
+    def _add_drained(self, c: Tile, dst: Tile, acc: Tile, M: int, N: int, np_: int) -> None:
+        """dst = acc + C, FIX draining C a few rows at a time into two small UB buffers in turn
+        (the vector unit adds chunk i while FIX drains chunk i+1); dst may be acc's own buffer
+        (the dot's result in place over its accumulator: no second M x N tile in UB)."""
+        rows = max(1, min(M, _DRAIN_BYTES // (N * 4)))
+        bufs = [Tile.dense(self.scratch(rows * N * 4), c.dtype, (rows, N), 4) for _ in range(2 if rows < M else 1)]
+        for k, r0 in enumerate(range(0, M, rows)):
+            r = min(rows, M - r0)
+            buf = bufs[k % len(bufs)].with_(shape=(r, N))
+            self.drain_l0c(c.with_(addr=c.addr + r0 * np_ * 4, shape=(r, N)), buf)
+            self.vec(f"vadd.{dst.dtype}", self._rows(dst, r0, r), [self._rows(acc, r0, r), buf])
+
+    @staticmethod
+    def _rows(t: Tile, r0: int, r: int) -> Tile:
+        """Rows r0 .. r0 + r of a 2-D tile (a view)."""
+        return t.with_(addr=t.addr + r0 * t.strides[0] * t.esize, shape=(r,) + tuple(t.shape[1:]))
 
     def _l0_tiles(self, M, N, K, es, k0):
         """(mt, nt, kt): the largest L0 tiles (halving K first, then M / N) that fit L0A and L0B."""

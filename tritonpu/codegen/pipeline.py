@@ -22,9 +22,10 @@ from tritonpu.passes.versioning import launch_values
 
 # The passes the NPU path runs, in order (each is a file in tritonpu/passes/).
 NPU_PIPELINE = ["canonicalize", "memory-analysis", "cse", "fusion", "unswitch", "dce", "tiling", "persistent",
-                "versioning", "hoist", "double-buffer", "cleanup", "buffer-planning"]
+                "versioning", "hoist", "stagger", "double-buffer", "cleanup", "buffer-planning"]
 # Passes a user may switch off (results must not change; tests check it).
 OPTIONAL_PASSES = ("canonicalize", "memory-analysis", "cse", "fusion", "unswitch", "persistent", "versioning", "hoist",
+                   "stagger",
                    "double-buffer")
 
 
@@ -100,7 +101,14 @@ def _compile_npu(ir_text: str, options, print_after) -> NpuKernel:
         # Buffer planning fits the tiles; emission adds temporaries (a sort's or a reduction's
         # scratch rows).  When those are what no longer fits next to the second buffers, the
         # kernel compiles without double buffering rather than not at all.
-        if not ("Unified Buffer" in e.message and _double_buffered(fn)):
+        if "Unified Buffer" not in e.message:
+            raise
+        if any(op.attrs.get("stagger") == "on" for op in fn.walk()):
+            skip = tuple((options or {}).get("disable_passes") or ()) + ("stagger",)
+            retry = _compile_npu(ir_text, {**(options or {}), "disable_passes": skip}, print_after)
+            retry.notes.insert(0, f"stagger left out: {e.message.split(';')[0]} with the stages' values carried")
+            return retry
+        if not _double_buffered(fn):
             raise
         retry = _compile_npu(ir_text, {**(options or {}), "double_buffer": False}, print_after)
         retry.notes.insert(0, f"double buffering left out: {e.message.split(';')[0]} with two buffers per load")

@@ -129,7 +129,7 @@ def _rows() -> list[OpDef]:
         OpDef("scatter_rows", "scatter_rows", (4, 5), 0, effects=True, npu_only=True,
               doc="scatter_rows(ptr, row_offsets, valid_cols, value[, row_mask]): row i of value to "
                   "ptr + row_offsets[i], its first valid_cols elements, rows where row_mask"),
-        OpDef("for", "for", (3, None), None, regions=1,
+        OpDef("for", "for", (3, None), None, regions=1, optional_attrs=("double_buffer", "stagger"),
               doc="for iv in range(lb, ub, step) carrying iter values; region args (iv, iters...)"),
         OpDef("if", "if", (1, 1), None, regions=2, doc="if cond: then-region else else-region; both yield the results"),
         OpDef("while", "while", (0, None), None, regions=2,

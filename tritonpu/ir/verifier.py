@@ -213,7 +213,7 @@ def verify(fn: Function) -> None:
             for a in d.attrs:
                 if a not in op.attrs:
                     _fail(op, f"needs attribute '{a}'")
-            unknown = set(op.attrs) - set(d.attrs) - set(d.optional_attrs) - set(PLANNING_ATTRS) - {"fused", "double_buffer"}
+            unknown = set(op.attrs) - set(d.attrs) - set(d.optional_attrs) - set(PLANNING_ATTRS) - {"fused"}
             if unknown:
                 _fail(op, f"has unknown attributes {sorted(unknown)}")
             for v in op.operands:

@@ -1,6 +1,7 @@
 """Loop-invariant code motion: what every trip of a loop computes or loads alike happens once, before it.
 
-Guarantees: pure ops (no effects, no regions; not ``program_id``/``num_programs``) at the top
+Guarantees: pure ops (no effects, no regions; not ``program_id``/``num_programs``; not a block
+splat that starts an inner loop's carried tile, which that loop builds in place) at the top
 level of a ``for`` body whose operands are all defined outside the loop (or by such ops) move
 before the loop, in order — a mask ``cols < n_cols``, an ``arange``, the scalar arithmetic of a
 bound.  Then a ``load_tile``/``gather_rows`` at the top level of a ``for`` body whose operands are
@@ -50,9 +51,14 @@ class HoistLoads(Pass):
         for o in body.ops:
             inside.update(id(r) for r in o.results)
         moved, out = [], set()
+        # a block splat that starts an inner loop's carried tile is built in that tile's buffer;
+        # hoisted, it would be a whole tile kept alive and copied in every trip
+        starts = {id(v) for o in body.ops if o.name == "for" for v in o.operands[3:]}
         for o in body.ops:
             if o.regions or o.opdef.effects or o.opdef.terminator or not o.results or \
                     o.name in ("program_id", "num_programs"):
+                continue
+            if o.name in ("splat", "constant") and o.results[0].type.is_block and id(o.results[0]) in starts:
                 continue
             if all(id(v) not in inside or id(v) in out for v in o.operands):
                 moved.append(o)

@@ -1,0 +1,170 @@
+"""The stagger pass (software pipelining of dot -> vector -> dot loops): its IR on a small
+attention-like loop, when it does not apply, and FlashAttention end to end -- bitwise the same
+results with it on and off, fewer cycles with it on, the sanitizer clean."""
+import importlib.util
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import tritonpu
+import tritonpu.language as tl
+from tritonpu.ir import parse_function, print_function, verify
+from tritonpu.passes import PassManager
+from tritonpu.testing import filecheck
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _run(text: str) -> str:
+    fn = parse_function(text)
+    verify(fn)
+    PassManager(["stagger"]).run(fn)
+    verify(fn)
+    return print_function(fn)
+
+
+# acc = acc * alpha + dot(exp(q @ k) , v) with a running max: stage 1 is the acc recurrence and its
+# dot (and the load of v it alone reads); stage 0 the scores, the softmax and the carried m
+LOOP = """#f0 = "k.py"
+func @k(%q: ptr<f16>, %kp: ptr<f16>, %vp: ptr<f16>, %o: ptr<f32>, %n: i32) {
+  %z = constant {value = 0} : i32 loc(#f0:1:0)
+  %B = constant {value = 16} : i32 loc(#f0:1:0)
+  %one = constant {value = 1} : i32 loc(#f0:1:0)
+  %c0 = constant {value = 0.0} : f32 loc(#f0:1:0)
+  %ninf = constant {value = -1.0e30} : f32 loc(#f0:1:0)
+  %qt = load_tile %q, %B, %one, %B, %B : tensor<16x16xf16> loc(#f0:2:0)
+  %acc0 = splat %c0 : tensor<16x16xf32> loc(#f0:3:0)
+  %m0 = splat %ninf : tensor<16xf32> loc(#f0:4:0)
+  %accr, %mr = for %z, %n, %B, %acc0, %m0 {
+  ^bb(%i: i32, %acc: tensor<16x16xf32>, %m: tensor<16xf32>):
+    %off = mul %i, %B : i32 loc(#f0:5:0)
+    %kq = addptr %kp, %off : ptr<f16> loc(#f0:5:0)
+    %kt = load_tile %kq, %B, %one, %B, %B : tensor<16x16xf16> loc(#f0:5:0)
+    %s = dot %qt, %kt : tensor<16x16xf32> loc(#f0:6:0)
+    %mx = reduce %s {axis = 1, op = "max"} : tensor<16xf32> loc(#f0:7:0)
+    %mn = maximum %m, %mx : tensor<16xf32> loc(#f0:7:0)
+    %d = sub %m, %mn : tensor<16xf32> loc(#f0:8:0)
+    %alpha = exp %d : tensor<16xf32> loc(#f0:8:0)
+    %p = exp %s : tensor<16x16xf32> loc(#f0:9:0)
+    %ph = cast %p : tensor<16x16xf16> loc(#f0:9:0)
+    %vq = addptr %vp, %off : ptr<f16> loc(#f0:10:0)
+    %vt = load_tile %vq, %B, %one, %B, %B : tensor<16x16xf16> loc(#f0:10:0)
+    %ae = expand_dims %alpha {axis = 1} : tensor<16x1xf32> loc(#f0:11:0)
+    %ab = broadcast %ae : tensor<16x16xf32> loc(#f0:11:0)
+    %sc = mul %acc, %ab : tensor<16x16xf32> loc(#f0:11:0)
+    %acc2 = dot %ph, %vt, %sc : tensor<16x16xf32> loc(#f0:11:0)
+    yield %acc2, %mn loc(#f0:12:0)
+  } : tensor<16x16xf32>, tensor<16xf32> loc(#f0:5:0)
+  store_tile %o, %B, %one, %B, %B, %accr loc(#f0:13:0)
+  return loc(#f0:14:0)
+}
+"""
+
+
+def test_stagger_runs_stage_0_of_the_next_trip_before_stage_1_of_this_one():
+    out = _run(LOOP)
+    filecheck(out, """
+CHECK: %0 = cmp %z, %n {pred = "lt"} : i1
+CHECK: = if %0 {
+CHECK: = splat %c0 : tensor<16x16xf32>
+CHECK: = dot %qt, %
+CHECK: = cast %
+CHECK: {stagger = "on"} {
+CHECK: = add %i, %B : i32
+CHECK: = dot %qt, %
+CHECK: = exp %
+CHECK: = cast %
+CHECK: = load_tile %
+CHECK: = mul %acc, %
+CHECK: = dot %
+CHECK: yield %
+CHECK: } : tensor<16xf32>, tensor<16x16xf32>, i32, tensor<16xf32>, tensor<16x16xf16>
+CHECK: = dot %
+CHECK: } {
+CHECK: = splat %c0 : tensor<16x16xf32>
+CHECK: yield %
+""")
+    # stage 1 carries what stage 0 made for it: the trip's offset, alpha and the fp16 probabilities
+    assert "^bb(%i: i32, %m: tensor<16xf32>, %acc: tensor<16x16xf32>, %off_1: i32, %alpha_1: tensor<16xf32>, " \
+           "%ph_1: tensor<16x16xf16>)" in out, out
+
+
+def test_stagger_leaves_a_loop_whose_first_stage_needs_the_recurrence():
+    # the running max now depends on acc: stage 0 would read stage 1
+    text = LOOP.replace("%mx = reduce %s {axis = 1, op = \"max\"} : tensor<16xf32>",
+                        "%mx = reduce %acc {axis = 1, op = \"max\"} : tensor<16xf32>")
+    out = _run(text)
+    assert "stagger" not in out and out.count("= dot ") == 2, out
+
+
+def test_stagger_leaves_a_plain_k_loop():
+    # one dot per trip (a matmul's K loop): nothing for the cube to run ahead of
+    text = LOOP.replace("%s = dot %qt, %kt : tensor<16x16xf32>", "%s = cast %kt : tensor<16x16xf32>")
+    out = _run(text)
+    assert "stagger" not in out, out
+
+
+def _fa():
+    spec = importlib.util.spec_from_file_location("fa_stagger", ROOT / "kernels" / "flash_attention.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32])
+@pytest.mark.parametrize("seq", [1, 64, 65, 200, 320])
+def test_flash_attention_staggered_is_bitwise_the_same(dtype, seq):
+    fa = _fa()
+    rng = np.random.default_rng(seq)
+    q, k, v = ((rng.standard_normal((2, seq, 64)) * 0.5).astype(dtype) for _ in range(3))
+    on, h_on = fa.attention(q, k, v, BLOCK_M=64, BLOCK_N=64)          # the sanitizer is on
+    ir_on = h_on.asm["stagger"]
+    off, h_off = fa.attention(q, k, v, BLOCK_M=64, BLOCK_N=64, disable_passes=("stagger",))
+    assert on.tobytes() == off.tobytes()
+    np.testing.assert_allclose(on.astype(np.float64), fa.reference(q, k, v), rtol=2e-2, atol=2e-2)
+    if seq > 64:            # a loop of more than one trip (one trip: versioning leaves no loop)
+        assert 'stagger = "on"' in ir_on
+        assert h_on.stats.cycles < h_off.stats.cycles, (h_on.stats.cycles, h_off.stats.cycles)
+
+
+def test_flash_attention_at_block_n_128_compiles():
+    # 128 x 128 fp16 blocks at head dim 128: the dot's result is added in place over its
+    # accumulator (FIX drains the product in chunks), so the kernel fits the Unified Buffer
+    fa = _fa()
+    rng = np.random.default_rng(0)
+    q, k, v = ((rng.standard_normal((1, 300, 128)) * 0.5).astype(np.float16) for _ in range(3))
+    out, h = fa.attention(q, k, v, BLOCK_M=128, BLOCK_N=128)
+    np.testing.assert_allclose(out.astype(np.float64), fa.reference(q, k, v), rtol=2e-2, atol=2e-2)
+    assert h.stats.pipe_busy["cube"] > 0
+
+
+@tritonpu.jit
+def _dot_epilogue(a_ptr, b_ptr, c_ptr, x_ptr, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr):
+    rm, rn, rk = tl.arange(0, M), tl.arange(0, N), tl.arange(0, K)
+    a = tl.load(a_ptr + rm[:, None] * K + rk[None, :])
+    b = tl.load(b_ptr + rk[:, None] * N + rn[None, :])
+    x = tl.load(x_ptr + rm[:, None] * N + rn[None, :])
+    acc = tl.dot(a, b, x * 2.0)
+    tl.store(c_ptr + rm[:, None] * N + rn[None, :], acc)
+
+
+@pytest.mark.parametrize("M,N", [(128, 128), (64, 16), (16, 256)])
+def test_dot_with_a_vector_accumulator_adds_the_drained_product_in_chunks(M, N):
+    rng = np.random.default_rng(M + N)
+    K = 32
+    a = rng.standard_normal((M, K)).astype(np.float16)
+    b = rng.standard_normal((K, N)).astype(np.float16)
+    x = rng.standard_normal((M, N)).astype(np.float32)
+    outs, isa = {}, ""
+    for be in ("npu", "ref"):
+        c = np.zeros((M, N), np.float32)
+        h = _dot_epilogue[(1,)](a, b, c, x, M=M, N=N, K=K, backend=be)
+        outs[be] = c
+        isa = h.asm["isa"] if be == "npu" else isa
+    # (the cube sums the products in another order than numpy: fp32 rounding apart)
+    np.testing.assert_allclose(outs["npu"], outs["ref"], rtol=1e-5, atol=1e-4)
+    # FIX drains at most 4 KiB at a time; each chunk is added on the vector unit
+    chunk_rows = max(1, 4096 // (N * 4))
+    assert isa.count("mov.l0c.ub") == -(-M // chunk_rows), isa
