@@ -269,7 +269,9 @@ _add("mov.l0c.gm", ("A", "ACC"), (("dst", "gm:w"), ("src", "l0c:r")) + _DESC, "F
      "src_stride count L0C bytes, dst_stride GM bytes; atomic=add|max|min", "transfer",
      (("atomic", "none", "none"),))
 _add("mov.l0c.ub", ("A", "ACC"), (("dst", "ub:w"), ("src", "l0c:r")) + _DESC, "FIX", "transfer",
-     "xfer", "l0c->ub", "FIX: as mov.l0c.gm, into UB", "transfer")
+     "xfer", "l0c->ub", "FIX: as mov.l0c.gm, into UB; scale=s (f32 sources) multiplies each element by "
+     "the f32 scalar s (rounded once, as vmuls.f32) before the conversion", "transfer",
+     (("scale", "val", "none"),))
 _add("mov.ub.gm", ("A?",), (("dst", "gm:w"), ("src", "ub:r")) + _DESC, "MTE3", "transfer", "xfer",
      "ub->gm", "copy segments UB -> GM; atomic=add|max|min (needs T) read-modify-writes GM",
      "transfer", (("atomic", "none", "none"),))

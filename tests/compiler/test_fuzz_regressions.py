@@ -90,3 +90,21 @@ def test_fma_rounds_once(backend, dtype):
         exact[0] = y[0]
     np.testing.assert_array_equal(y, exact)
     assert s[0] == -(2.0 ** -12)
+
+
+@tritonpu.jit
+def _scalar_literals(out_ptr, h_ptr, x, y, z):
+    tl.store(out_ptr, x * 0.3)
+    tl.store(out_ptr + 1, y * 0.1 + 0.7)
+    tl.store(h_ptr, z.to(tl.float16) * 0.1)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_scalar_float_literals_have_their_types_value(backend):
+    """A literal in scalar arithmetic is an fp32 (fp16) value, as Triton types it: the scalar unit
+    multiplied by the f64 0.3 (1 ulp off the fp32 product, e.g. in tl.rand's scale)."""
+    out, h = np.zeros(2, np.float32), np.zeros(1, np.float16)
+    _scalar_literals[(1,)](out, h, 195015197, 1.5, 3, backend=backend)
+    assert out[0] == np.float32(195015197) * np.float32(0.3)
+    assert out[1] == np.float32(1.5) * np.float32(0.1) + np.float32(0.7)
+    assert h[0] == np.float16(np.float32(np.float16(3)) * np.float32(np.float16(0.1)))

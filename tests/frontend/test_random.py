@@ -87,3 +87,37 @@ def test_umulhi_is_the_high_half_of_the_unsigned_product(backend, dt):
     umulhi_kernel[(1,)](x, y, out, BLOCK=64, backend=backend)
     want = ((x.view(np.uint32).astype(np.uint64) * y.view(np.uint32).astype(np.uint64)) >> 32).astype(np.uint32)
     np.testing.assert_array_equal(out.view(np.uint32), want)
+
+
+@triton.jit
+def _rand_at(out_ptr, seed, off):
+    tl.store(out_ptr, tl.rand(seed, off))
+
+
+@triton.jit
+def _rand_literal_seed(out_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(out_ptr + offs, tl.rand(7, offs))
+    tl.store(out_ptr + BLOCK + offs, tl.randint(7, 3).to(tl.float32) * 0.0 + tl.rand(7, 3))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_rand_never_returns_one(backend):
+    """(seed 12345, offset 89346407) draws the largest 31-bit value: Triton's scale keeps it below 1
+    (2^-31 exactly, the old constant, rounded it to 1.0)."""
+    out = np.zeros(1, np.float32)
+    _rand_at[(1,)](out, 12345, 89346407, backend=backend)
+    assert out[0] == np.float32(np.nextafter(np.float32(1), np.float32(0)))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_rand_takes_literal_seeds_and_offsets(backend):
+    """`tl.rand(7, offs)` as Triton accepts it: the same stream as a seed passed as an argument."""
+    lit = np.zeros(32, np.float32)
+    _rand_literal_seed[(1,)](lit, BLOCK=16, backend=backend)
+    arg = np.zeros(1, np.float32)
+    for i in (0, 5, 15):
+        _rand_at[(1,)](arg, 7, i, backend=backend)
+        assert lit[i] == arg[0]
+    _rand_at[(1,)](arg, 7, 3, backend=backend)
+    assert (lit[16:] == arg[0]).all()

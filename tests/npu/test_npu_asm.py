@@ -1,6 +1,8 @@
 """Assembler: syntax, directives, table-driven checks, errors with position, canonical printer."""
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -163,3 +165,29 @@ def test_a_jit_kernel_named_like_a_register_runs_on_the_npu():
     h = s1[(1,)](x, y, BLOCK=16)
     np.testing.assert_array_equal(y, x + 1)
     assert h.asm["isa"].startswith(".kernel s1\n")
+
+
+BAD_PROGRAMS = {
+    "seed=inf": (".gm x f32 [4] init=random seed=inf\n    nop\n", "seed= takes a whole number from 0 to 2^63 - 1"),
+    "seed=-1": (".gm x f32 [4] init=random seed=-1\n    nop\n", "seed= takes a whole number from 0 to 2^63 - 1"),
+    "1e10 elements": (".gm x f32 [10000000000]\n    nop\n", "x would take 40000000000 bytes"),
+    "2^63 elements": (".gm x f32 [9223372036854775808]\n    nop\n", "a buffer the assembler makes holds at most"),
+    "init out of range": (".gm x u8 [2] init=[300, 1]\n    nop\n",
+                          "init values of a u8 buffer must be whole numbers from 0 to 255"),
+    "init beyond int64": (".gm x i64 [1] init=[99999999999999999999999]\n    nop\n", "init values of a i64 buffer"),
+    "missing init file": ('.gm x f32 [4] init="no_such_file.npy"\n    nop\n', "cannot read its init file"),
+    "a transfer of 64 TiB": (".gm x f32 [4]\n    mov.l1.l0a l0a[0], l1[0], 4294967296, 16384, 0, 0\n",
+                             "the transfer moves 4294967296 segments of 16384 bytes"),
+    "a gather of 2^40 bytes": (".gm x f32 [4]\n    gather.gm.ub ub[0], x[0], ub[64], 1073741824, 1024, 0, 0\n",
+                               "the gather moves 1073741824 rows of 1024 bytes"),
+}
+
+
+@pytest.mark.parametrize("name", list(BAD_PROGRAMS))
+def test_bad_directives_and_unbounded_transfers_are_tritonpu_errors(name):
+    """Mutated programs end in an AsmError or a launch error naming the problem -- never a raw
+    Python traceback, never unbounded time or memory."""
+    from tritonpu.npu.errors import NpuError
+    text, message = BAD_PROGRAMS[name]
+    with pytest.raises((AsmError, NpuError), match=re.escape(message)):
+        assemble(text).run({})

@@ -582,6 +582,42 @@ def test_gather_into_l1_feeds_the_cube():
     cover("gather.gm.l1")
 
 
+def test_fix_drain_with_a_scale_rounds_like_a_vector_multiply():
+    """mov.l0c.ub scale=s: each f32 element times the f32 scalar s, rounded once (as vmuls.f32),
+    then converted."""
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((16, 16)).astype(np.float16)
+    eye = np.eye(16, dtype=np.float16)
+    out32, out16 = np.zeros((16, 16), np.float32), np.zeros((16, 16), np.float16)
+    text = """.kernel t
+.param a gm f16
+.param eye gm f16
+.param o32 gm f32
+.param o16 gm f16
+    mov.gm.l1 l1[0], a[0], 1, 512, 0, 0
+    mov.gm.l1 l1[512], eye[0], 1, 512, 0, 0
+    set_flag MTE2, MTE1, 0
+    wait_flag MTE2, MTE1, 0
+    mov.l1.l0a l0a[0], l1[0], 1, 512, 0, 0
+    mov.l1.l0b l0b[0], l1[512], 1, 512, 0, 0
+    set_flag MTE1, M, 0
+    wait_flag MTE1, M, 0
+    mmad.f32.f16 l0c[0], l0a[0], l0b[0], 16, 16, 16
+    set_flag M, FIX, 0
+    wait_flag M, FIX, 0
+    mov.l0c.ub.f32.f32 ub[0], l0c[0], 16, 64, 64, 64, scale=0.1
+    mov.l0c.ub.f16.f32 ub[1024], l0c[0], 16, 64, 64, 32, scale=0.1
+    set_flag FIX, MTE3, 0
+    wait_flag FIX, MTE3, 0
+    mov.ub.gm o32[0], ub[0], 1, 1024, 0, 0
+    mov.ub.gm o16[0], ub[1024], 1, 512, 0, 0
+"""
+    assemble(text).run(dict(a=a, eye=eye, o32=out32, o16=out16))
+    want = a.astype(np.float32) * np.float32(0.1)
+    np.testing.assert_array_equal(out32, want)
+    np.testing.assert_array_equal(out16, want.astype(np.float16))
+
+
 @pytest.mark.parametrize("valid", [0, 8, 12, 16])
 def test_gather_valid_reads_part_of_each_row_and_pads_the_rest(valid):
     table = np.arange(100 * 4, dtype=np.float32).reshape(100, 4)

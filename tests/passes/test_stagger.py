@@ -168,3 +168,30 @@ def test_dot_with_a_vector_accumulator_adds_the_drained_product_in_chunks(M, N):
     # FIX drains at most 4 KiB at a time; each chunk is added on the vector unit
     chunk_rows = max(1, 4096 // (N * 4))
     assert isa.count("mov.l0c.ub") == -(-M // chunk_rows), isa
+
+
+@tritonpu.jit
+def _scaled_dot(a_ptr, b_ptr, c_ptr, scale, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr,
+                APART: tl.constexpr):
+    rm, rn, rk = tl.arange(0, M), tl.arange(0, N), tl.arange(0, K)
+    a = tl.load(a_ptr + rm[:, None] * K + rk[None, :])
+    b = tl.load(b_ptr + rk[:, None] * N + rn[None, :])
+    s = tl.dot(a, b)
+    if APART:       # something between the dot and the multiply: the vector unit multiplies
+        tl.store(c_ptr + M * N + rm, rm.to(tl.float32))
+    tl.store(c_ptr + rm[:, None] * N + rn[None, :], s * scale)
+
+
+def test_fix_multiplies_a_dot_by_a_scalar_on_the_way_out_bitwise_as_the_vector_unit():
+    rng = np.random.default_rng(5)
+    M, N, K = 64, 64, 32
+    a = rng.standard_normal((M, K)).astype(np.float16)
+    b = rng.standard_normal((K, N)).astype(np.float16)
+    outs, isas = {}, {}
+    for apart in (False, True):
+        c = np.zeros(M * N + M, np.float32)
+        h = _scaled_dot[(1,)](a, b, c, 0.0883883, M=M, N=N, K=K, APART=apart)
+        outs[apart], isas[apart] = c[:M * N], h.asm["isa"]
+    assert "scale=" in isas[False] and "vmuls" not in isas[False], isas[False]
+    assert "scale=" not in isas[True] and "vmuls.f32" in isas[True]
+    assert outs[False].tobytes() == outs[True].tobytes()

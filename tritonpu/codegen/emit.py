@@ -44,6 +44,7 @@ class Emitter(ScalarEmitter, VectorEmitter, MemoryEmitter, CubeEmitter):
         self.fn = fn
         self.m = get_machine(machine)
         self.an = Analysis(fn)
+        self.done: set = set()          # ops already emitted with an earlier one
         self.out: list = []
         self.op = None
         self.home: dict = {}            # id(value) -> Imm | Reg | Tile
@@ -84,6 +85,8 @@ class Emitter(ScalarEmitter, VectorEmitter, MemoryEmitter, CubeEmitter):
     def region(self, ops) -> None:
         outer_temps, outer_scratch, outer_op = self.temp_regs, self.scratch_top, self.op
         for op in ops:
+            if id(op) in self.done:         # emitted with the op before it (a dot's scale, by FIX)
+                continue
             self.op = op
             self.release(self.an.span[id(op)][0])
             self.scratch_top = max(outer_scratch, self.scratch_base)

@@ -97,6 +97,14 @@ class CubeEmitter:
         tout = dst.dtype
         if acc_v is not None and tout == tacc and asm_type(acc_v.type) == tacc:
             return self._add_drained(c, dst, self.as_tile(acc_v), M, N, np_)
+        if acc_v is None and (fused := self.scaled_by_fix(op)) is not None:
+            mul, s = fused
+            out = self.out_tile(mul.result)
+            self.drain_l0c(c, out, scale=s)
+            self.define(op.result, out)
+            self.define(mul.result, out)
+            self.done.add(id(mul))
+            return
         prod = dst if (acc_v is None or tout == tacc) else Tile.dense(self.scratch(M * N * 4), tacc, (M, N), 4)
         self.drain_l0c(c, prod)
         if acc_v is None:
@@ -200,9 +208,30 @@ class CubeEmitter:
                   f"{self.mul_imm(cols, 4)}, {np_ * 4}, {row_bytes}", "FIX",
                   [Access("l0c", c.addr, c.addr + M * np_ * 4)], [Access.gm(param)])
 
-    def drain_l0c(self, c: Tile, dst: Tile) -> None:
-        """FIX: L0C (rows padded to 16) -> a dense UB tile, converting to dst's type."""
+    def drain_l0c(self, c: Tile, dst: Tile, scale=None) -> None:
+        """FIX: L0C (rows padded to 16) -> a dense UB tile, converting to dst's type (multiplying
+        by the scalar ``scale`` first when given)."""
         M, N = c.shape
         np_ = _ceil_to(N, 16)
+        extra = f", scale={scale}" if scale is not None else ""
         self.emit(f"mov.l0c.ub.{dst.dtype}.{c.dtype} ub[{dst.addr}], l0c[{c.addr}], {M}, {N * 4}, {np_ * 4}, "
-                  f"{N * dst.esize}", "FIX", [Access("l0c", c.addr, c.addr + M * np_ * 4)], [self.acc(dst)])
+                  f"{N * dst.esize}{extra}", "FIX", [Access("l0c", c.addr, c.addr + M * np_ * 4)], [self.acc(dst)])
+
+    def scaled_by_fix(self, op):
+        """(the mul, its scalar operand) when a dot's result is only multiplied by a scalar, by the
+        very next op, in f32: FIX does that multiply on the way out (the vector unit does not)."""
+        uses = self.an.users.get(id(op.result), [])
+        if len(uses) != 1 or str(op.result.type.scalar) != "f32":
+            return None
+        mul, k = uses[0]
+        region = op.parent
+        if mul.name != "mul" or mul.parent is not region or str(mul.result.type) != str(op.result.type) or \
+                region.ops.index(mul) != region.ops.index(op) + 1 or self.an.home.get(id(mul.result)) != "ub":
+            return None
+        other = mul.operands[1 - k]
+        h = self.val(other)
+        if isinstance(h, Tile):
+            if h.strides and any(h.strides):
+                return None
+            h = self.scalar(other)
+        return mul, h

@@ -51,8 +51,8 @@ class ScalarEmitter:
             t = self.out_tile(op.result)
             self.vfill(t, Imm(v))
             return
-        if ty.is_float:
-            v = float(v)
+        if ty.is_float:     # the literal as its type holds it (0.3 as an f32 is not the f64 0.3)
+            v = float(ty.scalar.np.type(v))
         elif ty.is_bool:
             v = 1 if v else 0
         else:

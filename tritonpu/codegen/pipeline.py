@@ -180,10 +180,11 @@ def launch_npu(kernel, arrays, grid, options) -> object:
     from tritonpu.npu import NpuError
     scalars = {p.name: a for p, a in zip(kernel.fn.args, arrays) if not p.type.is_ptr}
     art = artifact(kernel, options, scalars, _share_memory(kernel, arrays))
-    for k in [k for k in kernel.asm if k in NPU_PIPELINE + ["isa"] and k not in art.asm]:
-        del kernel.asm[k]            # h.asm shows the stages of the launch that ran last
-    for k, v in art.asm.items():
-        kernel.asm[k] = v
+    # h.asm shows the stages of the launch that ran last (a new dict, replaced at once: launches on
+    # other threads may be reading the old one)
+    asm = {k: v for k, v in list(kernel.asm.items()) if k not in NPU_PIPELINE + ["isa"] or k in art.asm}
+    asm.update(art.asm)
+    kernel.asm = asm
     prog = art.program
     args = {}
     for p, a in zip(kernel.fn.args, arrays):

@@ -12,7 +12,7 @@ from tritonpu.language.functions import (abs, arange, argmax, argmin, atomic_add
                                          full, load, log, log2, max, max_constancy, max_contiguous, maximum, min,
                                          minimum, multiple_of, num_programs, permute, program_id, ravel, reshape,
                                          rsqrt, sigmoid, sin, softmax, sqrt, sqrt_rn, static_assert, static_print,
-                                         store, sum, trans, umulhi, view, where, zeros, zeros_like, make_block_ptr,
+                                         store, sum, to_tensor, trans, umulhi, view, where, zeros, zeros_like, make_block_ptr,
                                          advance)
 
 

@@ -44,6 +44,12 @@ def zeros(shape, dtype):
 
 
 @builtin
+def to_tensor(x):
+    """A tensor of ``x`` (a Python number becomes a scalar of its default type), as ``tl.to_tensor``."""
+    return S.to_tensor(x)
+
+
+@builtin
 def zeros_like(input):
     input = S.to_tensor(input)
     return S.full(input.shape, 0, input.dtype)

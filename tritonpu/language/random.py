@@ -5,7 +5,8 @@ Philox-4x32 with 10 rounds (Salmon et al., "Parallel random numbers: as easy as 
 the counter is (offset, 0, 0, 0), the key the low and high 32 bits of the seed; each round
 multiplies two counter words by the round constants, mixes the high halves with the other words
 and the key, and bumps the key by the Weyl constants.  Uniform floats come from the 32-bit outputs
-read as signed ints folded to [0, 2^31) and scaled by 1 / (2^31 - 1); normals by Box-Muller.
+read as signed ints folded to [0, 2^31) and scaled by the float32 just below 2^-31 (so 1.0 never
+comes out); normals by Box-Muller.
 """
 import tritonpu.language as tl
 from tritonpu.runtime.jit import jit
@@ -20,7 +21,7 @@ ROUNDS: tl.constexpr = 10
 @jit
 def philox(seed, c0, c1, c2, c3, n_rounds: tl.constexpr = ROUNDS):
     """Philox-4x32 of the counter (c0, c1, c2, c3) (uint32 blocks) under the 64-bit ``seed``."""
-    seed = seed.to(tl.uint64)
+    seed = tl.to_tensor(seed).to(tl.uint64)
     k0 = (seed & 0xFFFFFFFF).to(tl.uint32)
     k1 = ((seed >> 32) & 0xFFFFFFFF).to(tl.uint32)
     for _ in tl.static_range(n_rounds):
@@ -38,7 +39,7 @@ def philox(seed, c0, c1, c2, c3, n_rounds: tl.constexpr = ROUNDS):
 @jit
 def randint4x(seed, offset, n_rounds: tl.constexpr = ROUNDS):
     """Four blocks of random uint32 for the ``offset`` block."""
-    offset = offset.to(tl.uint32, bitcast=True)
+    offset = tl.to_tensor(offset).to(tl.uint32, bitcast=True)
     zero = offset * 0
     return philox(seed, offset, zero, zero, zero, n_rounds)
 
@@ -52,10 +53,11 @@ def randint(seed, offset, n_rounds: tl.constexpr = ROUNDS):
 
 @jit
 def uint_to_uniform_float(x):
-    """A random 32-bit pattern to a float32 in [0, 1)."""
+    """A random 32-bit pattern to a float32 in [0, 1): folded to [0, 2^31) and scaled by the largest
+    float32 that keeps (2^31 - 1) * scale below 1 (2^-31 itself rounds the largest to 1.0)."""
     s = x.to(tl.int32, bitcast=True)
     s = tl.where(s < 0, -s - 1, s)
-    return s * 4.656613e-10
+    return s * 4.6566127342e-10
 
 
 @jit

@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 from functools import lru_cache
 
+import numpy as np
 from lark import Lark, Token, Tree
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
 
@@ -18,6 +19,8 @@ from tritonpu.isa import GRAMMAR_PATH, INSTRUCTIONS, MACHINES, PIPES, SPACES
 from . import fastparse
 from .errors import AsmError
 from .program import Buffer, Inst, Mem, Param, Program, Val, fmt_num
+
+MAX_GM_BYTES = 1 << 30          # a `.gm` buffer the assembler creates for a standalone run
 
 EVENT_IDS = MACHINES["ascend910b"].event_ids
 _FLOAT_NAMES = {"inf": math.inf, "nan": math.nan}
@@ -188,9 +191,21 @@ class _Assembler:
             elif isinstance(init, list):
                 if not all(isinstance(x, (int, float)) for x in init):
                     self.err(".gm: init list must hold numbers", node)
+                kind_ = SCALARS[dt].np
+                if kind_.kind in "iub":
+                    info = np.iinfo(kind_) if kind_.kind != "b" else None
+                    lo, hi = (0, 1) if info is None else (int(info.min), int(info.max))
+                    if not all(isinstance(x, int) and lo <= x <= hi for x in init):
+                        self.err(f".gm: init values of a {dt} buffer must be whole numbers from {lo} to {hi}", node)
             else:
                 self.err(".gm: init= takes zeros, ones, arange, random, a list or \"file.npy\"", node)
+            nbytes = int(np.prod(shape, dtype=object)) * SCALARS[dt].np.itemsize
+            if nbytes > MAX_GM_BYTES:
+                self.err(f".gm: {name} would take {nbytes} bytes; a buffer the assembler makes holds at most "
+                         f"{MAX_GM_BYTES} (pass a larger array from Python instead)", node)
             seed = kw.get("seed", 0)
+            if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2 ** 63:
+                self.err(".gm: seed= takes a whole number from 0 to 2^63 - 1", node)
             prog.params.append(Param(name, "gm", dt, tuple(shape), init, int(seed), declared_by=".gm"))
             s = f".gm {name} {dt} [{', '.join(map(str, shape))}]"
             if isinstance(init, list):

@@ -15,6 +15,8 @@ from __future__ import annotations
 import gc
 from collections import OrderedDict
 
+import threading
+
 import numpy as np
 
 from tritonpu.dtypes import SCALARS, from_numpy
@@ -66,7 +68,10 @@ def make_gm(p, base_dir=None):
         path = init[1]
         if base_dir and not os.path.isabs(path):
             path = os.path.join(base_dir, path)
-        a = np.load(path)
+        try:
+            a = np.load(path)
+        except (OSError, ValueError) as e:
+            raise LaunchError(f".gm {p.name}: cannot read its init file {path!r}: {e}") from None
         if a.size != n:
             raise LaunchError(f".gm {p.name}: {path} holds {a.size} elements, expected {n}")
         return np.ascontiguousarray(a.astype(dt).reshape(shape))
@@ -86,6 +91,7 @@ def _as_array(name, x):
 
 
 _KEEP_DECODED = 8            # programs whose decodings are kept for relaunches (most recent)
+_DECODED_LOCK = threading.Lock()
 _DECODED_LRU: OrderedDict = OrderedDict()     # (id(prog), key) -> prog
 
 
@@ -165,9 +171,10 @@ def _launch(prog, args, grid, machine, sanitize, trace, cores, max_steps, base_d
     # decoding binds closures to the cores' states (they look the GM arrays and the L2 and
     # roofline maps up at run time): a relaunch of a recent program reuses them
     nctx = used if used > 1 and _interleavable(prog) else 1
-    cache = prog.__dict__.setdefault("_decoded", {})
     key = (m.name, bool(sanitize), bool(trace))
-    entry = cache.get(key)
+    with _DECODED_LOCK:         # a decoding is one launch's state: checked out while it runs
+        cache = prog.__dict__.setdefault("_decoded", {})
+        entry = cache.pop(key, None)
     if entry is not None and len(entry[0]) >= nctx:
         states, fnss = entry[0][:nctx], entry[1][:nctx]
         for c in states:
@@ -178,8 +185,6 @@ def _launch(prog, args, grid, machine, sanitize, trace, cores, max_steps, base_d
         arrays = bind(st, prog, args, base_dir)
         states = [st] + [_sharing(State(prog, m, sanitize, trace), st) for _ in range(nctx - 1)]
         fnss = [decode(c, prog) for c in states]
-        cache[key] = (states, fnss)
-    _remember(prog, key)
     try:
         for c in states:
             c.grid, c.nprog = grid, nprog
@@ -211,6 +216,10 @@ def _launch(prog, args, grid, machine, sanitize, trace, cores, max_steps, base_d
         # the decoding kept for relaunches pins neither the caller's arrays nor the per-byte maps
         for d in (states[0].gm, states[0].gm_seen, states[0].gm_read, states[0].gm_written):
             d.clear()
+        with _DECODED_LOCK:     # back for the next launch (one a concurrent launch returned stays)
+            if key not in cache or len(cache[key][0]) < len(states):
+                cache[key] = (states, fnss)
+            _remember(prog, key)
     return stats
 
 

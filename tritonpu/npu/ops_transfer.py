@@ -20,6 +20,7 @@ BOOL = np.dtype(np.bool_)
 F32 = np.dtype(np.float32)
 I32 = np.dtype(np.int32)
 _ATOMIC = {"add": np.add, "max": np.maximum, "min": np.minimum}
+MAX_TRANSFER_BYTES = 1 << 30        # what one transfer may move (bounds its work before it runs)
 _ATOMIC_AT = {"add": np.add.at, "max": np.maximum.at, "min": np.minimum.at}
 
 
@@ -56,6 +57,7 @@ def _xfer(st, inst, prog):
         dt = du = npdt(inst.types[0]) if inst.types else None
     transpose = "transpose" in o and o["transpose"].value() == 1
     atomic = o.get("atomic")
+    g_scale = getter(o["scale"], R) if "scale" in o else None
     g_valid = getter(o["valid"], R) if "valid" in o else None
     pad = np_scalar(o["pad"].value(), dt) if "pad" in o and o["pad"].static else None
     g_pad = getter(o["pad"], R) if "pad" in o and not o["pad"].static else None
@@ -74,6 +76,9 @@ def _xfer(st, inst, prog):
         if nseg <= 0 or seg <= 0:
             tick(pipe, m.paths[path].latency or 1, inst, m.paths[path].latency)
             return
+        if nseg * seg > MAX_TRANSFER_BYTES:
+            raise LaunchError(f"the transfer moves {nseg} segments of {seg} bytes ({nseg * seg} bytes), more "
+                              f"than one transfer may ({MAX_TRANSFER_BYTES})", inst=inst)
         rl = seg
         if g_valid is not None:
             rl = min(max(g_valid(), 0), seg)
@@ -118,7 +123,10 @@ def _xfer(st, inst, prog):
             src = _view(sbuf, dt, (nseg, nel), sa, (ss, eb))
             _view(dbuf, dt, (nel, nseg), da, (ds, eb))[...] = src.T
         elif conv:
-            src = _view(sbuf, dt, (nseg, nel), sa, (ss, dt.itemsize)).astype(du)
+            src = _view(sbuf, dt, (nseg, nel), sa, (ss, dt.itemsize))
+            if g_scale is not None:
+                src = src * np_scalar(g_scale(), dt)
+            src = src.astype(du)
             dst = _view(dbuf, du, (nseg, nel), da, (ds, du.itemsize))
             if atomic:
                 _ATOMIC[atomic](dst, src, out=dst)
@@ -212,6 +220,9 @@ def _gather(st, inst, prog):
         n, rb, rs, us = g_n(), g_rb(), g_rs(), g_us()
         gb, ua = g_g(), g_u()
         gbuf = gm[gname]
+        if n * rb > MAX_TRANSFER_BYTES:
+            raise LaunchError(f"the gather moves {n} rows of {rb} bytes, more than one transfer may "
+                              f"({MAX_TRANSFER_BYTES})", inst=inst)
         if n <= 0 or rb <= 0:
             tick(pipe, m.paths[path].latency or 1, inst, m.paths[path].latency)
             return
@@ -294,6 +305,9 @@ def _gather_segments(st, inst, gname, umem, g_g, g_u, g_n, g_rb, g_rs, g_us, gid
     def run():
         n, rb, rs, us = g_n(), g_rb(), g_rs(), g_us()
         nseg, sst, dss = g_nseg(), g_sst(), g_dss()
+        if n * max(nseg, 1) * rb > MAX_TRANSFER_BYTES:
+            raise LaunchError(f"the gather moves {n} x {nseg} segments of {rb} bytes, more than one transfer "
+                              f"may ({MAX_TRANSFER_BYTES})", inst=inst)
         gb, ua = g_g(), g_u()
         gbuf = gm[gname]
         if n <= 0 or rb <= 0 or nseg <= 0:
