@@ -440,20 +440,10 @@ def test_transfer_l1_to_l0_transpose_and_mmad():
     cover("mmad", "mov.l0c.gm")
 
 
-def test_fix_converts_values():
-    # A = I (16x16 f16), B = values -> C = values (f32) -> f16 through FIX to UB and GM (atomic add)
-    vals = (np.random.default_rng(21).standard_normal((16, 16)) * 3).astype(np.float16)
-    eye = np.eye(16, dtype=np.float16)
-    c = np.ones((16, 16), np.float16)
-    u = np.zeros((16, 16), np.float16)
-    text = """.kernel t
-.param eye gm f16
-.param vals gm f16
-.param c gm f16
-.param u gm f16
-    mov.gm.l1 l1[0], eye[0], 1, 512, 0, 0
-    mov.gm.l1 l1[512], vals[0], 1, 512, 0, 0
-    set_flag MTE2, MTE1, 0
+def _cube16(params: str, loads: str, drains: str) -> str:
+    """A program: ``loads`` fill l1[0] (A) and l1[512] (B), 16x16 f16 each; the cube multiplies
+    them into l0c[0] (f32); then ``drains``."""
+    return ".kernel t\n" + params + loads + """    set_flag MTE2, MTE1, 0
     wait_flag MTE2, MTE1, 0
     mov.l1.l0a l0a[0], l1[0], 1, 512, 0, 0
     mov.l1.l0b l0b[0], l1[512], 1, 512, 0, 0
@@ -462,12 +452,23 @@ def test_fix_converts_values():
     mmad.f32.f16 l0c[0], l0a[0], l0b[0], 16, 16, 16
     set_flag M, FIX, 0
     wait_flag M, FIX, 0
-    mov.l0c.gm.f16.f32 c[0], l0c[0], 16, 64, 64, 32, atomic=add
+""" + drains
+
+
+def test_fix_converts_values():
+    # A = I (16x16 f16), B = values -> C = values (f32) -> f16 through FIX to UB and GM (atomic add)
+    vals = (np.random.default_rng(21).standard_normal((16, 16)) * 3).astype(np.float16)
+    eye = np.eye(16, dtype=np.float16)
+    c = np.ones((16, 16), np.float16)
+    u = np.zeros((16, 16), np.float16)
+    text = _cube16(".param eye gm f16\n.param vals gm f16\n.param c gm f16\n.param u gm f16\n",
+                   "    mov.gm.l1 l1[0], eye[0], 1, 512, 0, 0\n    mov.gm.l1 l1[512], vals[0], 1, 512, 0, 0\n",
+                   """    mov.l0c.gm.f16.f32 c[0], l0c[0], 16, 64, 64, 32, atomic=add
     mov.l0c.ub.f16.f32 ub[0], l0c[0], 1, 1024, 0, 0
     set_flag FIX, MTE3, 0
     wait_flag FIX, MTE3, 0
     mov.ub.gm u[0], ub[0], 1, 512, 0, 0
-"""
+""")
     assemble(text).run(dict(eye=eye, vals=vals, c=c, u=u))
     np.testing.assert_array_equal(u, vals)
     np.testing.assert_array_equal(c, (vals.astype(np.float16) + np.float16(1)))
@@ -558,25 +559,11 @@ def test_gather_into_l1_feeds_the_cube():
     idx = np.array([3, 39, 0, 7, 7, 12, 5, 30, 31, 2, 8, 9, 10, 11, 1, 20], np.int32)
     eye = np.eye(16, dtype=np.float16)
     out = np.zeros((16, 16), np.float32)
-    text = """.kernel t
-.param table gm f16
-.param idx gm i32
-.param eye gm f16
-.param out gm f32
-    mov.gm.ub ub[0], idx[0], 1, 64, 0, 0
-    gather.gm.l1.f16 l1[0], table[0], ub[0], 16, 32, 32, 32
-    mov.gm.l1 l1[512], eye[0], 1, 512, 0, 0
-    set_flag MTE2, MTE1, 0
-    wait_flag MTE2, MTE1, 0
-    mov.l1.l0a l0a[0], l1[0], 1, 512, 0, 0
-    mov.l1.l0b l0b[0], l1[512], 1, 512, 0, 0
-    set_flag MTE1, M, 0
-    wait_flag MTE1, M, 0
-    mmad.f32.f16 l0c[0], l0a[0], l0b[0], 16, 16, 16
-    set_flag M, FIX, 0
-    wait_flag M, FIX, 0
-    mov.l0c.gm.f32.f32 out[0], l0c[0], 16, 64, 64, 64
-"""
+    text = _cube16(".param table gm f16\n.param idx gm i32\n.param eye gm f16\n.param out gm f32\n",
+                   "    mov.gm.ub ub[0], idx[0], 1, 64, 0, 0\n"
+                   "    gather.gm.l1.f16 l1[0], table[0], ub[0], 16, 32, 32, 32\n"
+                   "    mov.gm.l1 l1[512], eye[0], 1, 512, 0, 0\n",
+                   "    mov.l0c.gm.f32.f32 out[0], l0c[0], 16, 64, 64, 64\n")
     assemble(text).run(dict(table=table, idx=idx, eye=eye, out=out))
     np.testing.assert_array_equal(out, table[idx].astype(np.float32))
     cover("gather.gm.l1")
@@ -589,29 +576,15 @@ def test_fix_drain_with_a_scale_rounds_like_a_vector_multiply():
     a = rng.standard_normal((16, 16)).astype(np.float16)
     eye = np.eye(16, dtype=np.float16)
     out32, out16 = np.zeros((16, 16), np.float32), np.zeros((16, 16), np.float16)
-    text = """.kernel t
-.param a gm f16
-.param eye gm f16
-.param o32 gm f32
-.param o16 gm f16
-    mov.gm.l1 l1[0], a[0], 1, 512, 0, 0
-    mov.gm.l1 l1[512], eye[0], 1, 512, 0, 0
-    set_flag MTE2, MTE1, 0
-    wait_flag MTE2, MTE1, 0
-    mov.l1.l0a l0a[0], l1[0], 1, 512, 0, 0
-    mov.l1.l0b l0b[0], l1[512], 1, 512, 0, 0
-    set_flag MTE1, M, 0
-    wait_flag MTE1, M, 0
-    mmad.f32.f16 l0c[0], l0a[0], l0b[0], 16, 16, 16
-    set_flag M, FIX, 0
-    wait_flag M, FIX, 0
-    mov.l0c.ub.f32.f32 ub[0], l0c[0], 16, 64, 64, 64, scale=0.1
+    text = _cube16(".param a gm f16\n.param eye gm f16\n.param o32 gm f32\n.param o16 gm f16\n",
+                   "    mov.gm.l1 l1[0], a[0], 1, 512, 0, 0\n    mov.gm.l1 l1[512], eye[0], 1, 512, 0, 0\n",
+                   """    mov.l0c.ub.f32.f32 ub[0], l0c[0], 16, 64, 64, 64, scale=0.1
     mov.l0c.ub.f16.f32 ub[1024], l0c[0], 16, 64, 64, 32, scale=0.1
     set_flag FIX, MTE3, 0
     wait_flag FIX, MTE3, 0
     mov.ub.gm o32[0], ub[0], 1, 1024, 0, 0
     mov.ub.gm o16[0], ub[1024], 1, 512, 0, 0
-"""
+""")
     assemble(text).run(dict(a=a, eye=eye, o32=out32, o16=out16))
     want = a.astype(np.float32) * np.float32(0.1)
     np.testing.assert_array_equal(out32, want)
