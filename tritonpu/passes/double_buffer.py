@@ -270,7 +270,7 @@ class DoubleBuffer(Pass):
         return out
 
 
-MAX_STAGES = 6
+MAX_STAGES = 4
 
 
 def stages_for(lp: "_Loop", loads: list) -> int:
