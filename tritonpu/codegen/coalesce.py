@@ -1,0 +1,157 @@
+"""Buffer coalescing: values that can share one buffer (a loop's yield and its carried tile, an
+if's result and what its branches make, in-place updates) -- part of :class:`analysis.Analysis`."""
+from __future__ import annotations
+
+from tritonpu.codegen.homes import L1, UB, Group, in_place_ok, loaded
+from tritonpu.ir import Op
+
+
+class Coalescing:
+    def _coalesce_yields(self, op: Op, merge) -> None:
+        """A tile the loop body computes and yields after the carried tile it replaces was last read
+        takes the carried tile's buffer: the next trip finds it in place, no copy at the yield."""
+        body = op.regions[0]
+        term = body.terminator
+        skip = self.l0c_loops.get(id(op), {})
+        # a carried tile read once, by an op that may write its result over it, is updated in
+        # place (acc = acc * alpha): the result takes the carried buffer
+        for i, arg in enumerate(body.args[1:]):
+            uses = self.users.get(id(arg), [])
+            if i in skip or self.home.get(id(arg)) != UB or len(uses) != 1 or loaded(term.operands[i]):
+                continue        # (a prefetched tile's buffer belongs to its transfers: see _number)
+            u = uses[0][0]
+            if u.parent is body and in_place_ok(u) and len(u.results) == 1 and \
+                    self.home.get(id(u.result)) == UB and str(u.result.type) == str(arg.type) and \
+                    self.group_of[id(u.result)] is not self.group_of[id(arg)] and \
+                    len(self.group_of[id(u.result)].values) == 1:
+                merge(self.group_of[id(arg)], u.result)
+        for i, (arg, y) in enumerate(zip(body.args[1:], term.operands)):
+            h = self.home.get(id(arg))
+            if i in skip or h not in (UB, L1) or self.home.get(id(y)) != h or y.owner is None:
+                continue
+            ga, gy = self.group_of[id(arg)], self.group_of[id(y)]
+            if ga is gy or any(self._top_op(v.owner, body) is None for v in gy.values if v.owner is not None) \
+                    or any(v.owner is None for v in gy.values):
+                continue
+            if any(id(v) == id(w) for v in gy.values for w in term.operands if w is not y):
+                continue
+            last = 0
+            for v in ga.values:
+                if v in op.results:
+                    continue
+                for u, _ in self.users.get(id(v), []):
+                    if u is term:
+                        continue
+                    top = self._top_op(u, body)
+                    if top is None:
+                        last = 1 << 60
+                        break
+                    s, e = self.span[id(top)]
+                    last = max(last, s if (top is u and in_place_ok(u)) else e)
+            if all(self.defined[id(v)] > last for v in gy.values):
+                merge(ga, y)
+        # an initial tile used only to start the loop is built in the carried buffer directly
+        for i, (arg, init) in enumerate(zip(body.args[1:], op.operands[3:])):
+            h = self.home.get(id(arg))
+            if i in skip or h not in (UB, L1) or self.home.get(id(init)) != h:
+                continue
+            if init.owner is None:
+                continue
+            ga, gi = self.group_of[id(arg)], self.group_of[id(init)]
+            if ga is gi or any(w is init for j, w in enumerate(op.operands) if j != 3 + i):
+                continue
+            start = self.span[id(op)][0]
+            if all(v.owner is not None and v.owner.parent is op.parent and self.defined[id(v)] < start
+                   and all(u is op for u, _ in self.users.get(id(v), [])
+                           if not (u.parent is op.parent and self.span[id(u)][0] < start))
+                   and self.last_use.get(id(v), 0) <= start + 1 for v in gi.values):
+                merge(ga, init)
+
+    def _coalesce_branches(self, op: Op, merge) -> None:
+        """A tile a branch computes and yields is computed in the if's result buffer."""
+        for region in op.regions:
+            term = region.terminator
+            if term is None:
+                continue
+            for i, y in enumerate(term.operands):
+                if i >= len(op.results):
+                    break
+                r = op.results[i]
+                h = self.home.get(id(r))
+                if h not in (UB, L1) or self.home.get(id(y)) != h or y.owner is None:
+                    continue
+                gr, gy = self.group_of[id(r)], self.group_of[id(y)]
+                if gr is gy or any(w is y for j, w in enumerate(term.operands) if j != i):
+                    continue
+                if all(v.owner is not None and self._top_op(v.owner, region) is not None for v in gy.values):
+                    merge(gr, y)
+                    self._in_place_chain(y, region, gr, merge)
+                elif self._dies_into(op, i, y):
+                    merge(gr, y)
+
+    def _in_place_chain(self, y, region, gr: Group, merge) -> None:
+        """``y`` computed in place over an operand (``acc * alpha``, a dot over its ``acc``) that
+        dies there and lives only in ``region``: that operand (and so on back, a loop's result
+        with the tile it carried) takes the same buffer."""
+        while y.owner is not None and in_place_ok(y.owner) and y.owner.results:
+            o, nxt = y.owner, None
+            s = self.span[id(o)][0]
+            for u in o.operands:
+                if self.home.get(id(u)) != UB or str(u.type) != str(y.type):
+                    continue
+                gu = self.group_of.get(id(u))
+                if gu is None or gu is gr or gu.end > s:
+                    continue
+                if all(v.owner is not None and self._top_op(v.owner, region) is not None or
+                       (v.owner is None and self._top_op(self._arg_owner(v), region) is not None)
+                       for v in gu.values):
+                    merge(gr, u)
+                    nxt = u
+                    break
+            if nxt is None:
+                return
+            y = nxt
+
+    def _arg_owner(self, v):
+        """The op whose region has ``v`` as an argument (None for a function argument)."""
+        for o in self.fn.walk():
+            if any(a is v for r in o.regions for a in r.args):
+                return o
+        return None
+
+    def _dies_into(self, op: Op, i: int, y) -> bool:
+        """``y``, made before the ``if`` and yielded as its result ``i`` by a branch, is read only in
+        the if, and every other branch makes its own result ``i`` after its last read of ``y``
+        (``if c { yield f(y) } else { yield y }``, a loop's last trip): ``y`` can live in the result's
+        buffer from the start."""
+        if self._top_op(y.owner, op.regions[0]) is not None if y.owner is not None else False:
+            return False
+        if not all(any(self._top_op(u, r) is not None for r in op.regions) for u, _ in self.users.get(id(y), [])):
+            return False
+        for region in op.regions:
+            yb = region.terminator.operands[i] if region.terminator is not None else None
+            if yb is None or yb is y:
+                continue
+            last = self.span[id(op)][0]
+            for u, _ in self.users.get(id(y), []):
+                top = self._top_op(u, region)
+                if top is not None:
+                    s, e = self.span[id(top)]
+                    last = max(last, s if (top is u and in_place_ok(u)) else e)
+            gb = self.group_of[id(yb)]
+            if not all(any(v is r for r in op.results) or
+                       (v.owner is not None and self._top_op(v.owner, region) is not None and
+                        self.defined[id(v)] > last) or
+                       (v.owner is None and self._top_op(self._arg_owner(v), region) is not None and
+                        self.defined[id(v)] > last) for v in gb.values):
+                return False
+        return True
+
+    @staticmethod
+    def _top_op(o: Op, body):
+        """The op of ``body`` that is or contains ``o`` (None when ``o`` is outside ``body``)."""
+        while o is not None and o.parent is not body:
+            region = o.parent
+            o = region.parent if region is not None else None
+        return o
+

@@ -1,0 +1,205 @@
+"""Cube homes: which values live in L1 (dot operands loaded straight from GM) and in L0C (a loop's
+accumulator, its last trips and the value FIX stores) -- part of :class:`analysis.Analysis`."""
+from __future__ import annotations
+
+from tritonpu.codegen.homes import L0C, L1, NOWHERE, UB, const_value, if_result_of
+from tritonpu.ir import Function, Op
+
+
+class CubeHomes:
+    def _dot_operand_only(self, v, seen=None) -> bool:
+        """Every use of v is as a dot operand: directly, through tl.trans, or carried by a loop (as
+        an init or a yield) into a loop value used that way whose result is unused."""
+        seen = set() if seen is None else seen
+        if id(v) in seen:
+            return True
+        seen.add(id(v))
+        uses = self.users.get(id(v), [])
+        if not uses:
+            return False
+        for op, i in uses:
+            if op.name == "dot" and i in (0, 1):
+                continue
+            if op.name == "permute" and self._dot_operand_only(op.result, seen):
+                continue
+            carried = self._carried_by(op, i)
+            if carried is not None:
+                loop, j = carried
+                arg, res = loop.regions[0].args[1 + j], loop.results[j]
+                if self._dot_operand_only(arg, seen) and (not self.users.get(id(res))
+                                                         or self._dot_operand_only(res, seen)):
+                    continue
+            return False
+        return True
+
+    @staticmethod
+    def _carried_by(op, i):
+        """(for op, carried index) when operand i of op is a loop's init or a loop body's yield."""
+        if op.name == "for" and i >= 3:
+            return op, i - 3
+        if op.name == "yield" and op.parent is not None and op.parent.parent is not None \
+                and op.parent.parent.name == "for":
+            return op.parent.parent, i
+        return None
+
+    def _cube_homes(self, fn: Function) -> None:
+        for op in fn.walk():
+            rows_contiguous = op.name in ("gather_rows", "gather_cols") or \
+                (op.name == "load_tile" and len(op.result.type.shape) == 2 and const_value(op.operands[2]) == 1)
+            if rows_contiguous and self._dot_operand_only(op.result):
+                self.home[id(op.result)] = L1
+                for u, _ in self.users.get(id(op.result), []):
+                    if u.name == "permute":
+                        self.home[id(u.result)] = L1
+        for op in fn.walk():
+            if op.name == "for":
+                self._l0c_carries(op)
+        for op in fn.walk():
+            if op.name == "for":
+                self._l0c_stores(op)
+        changed = True
+        while changed:              # an L1 init must meet an L1 carry, or neither is in L1
+            changed = False
+            for op in fn.walk():
+                if op.name == "for":
+                    changed |= self._l1_carries(op)
+
+    def _l1_carries(self, op: Op) -> bool:
+        """Dot operand tiles a loop carries (double-buffered loads) stay in L1 — when its init, the
+        value it yields and its uses all can; otherwise none of them is in L1 (returns a change)."""
+        body = op.regions[0]
+        term = body.terminator
+        changed = False
+        for i, (init, arg) in enumerate(zip(op.operands[3:], body.args[1:])):
+            y = term.operands[i]
+            res = op.results[i]
+            ends = [init, y]
+            if not any(self.home.get(id(v)) == L1 for v in ends):
+                continue
+            ok = all(self.home.get(id(v)) == L1 for v in ends) and \
+                (not self.users.get(id(res)) or self._dot_operand_only(res))
+            # (tl.trans views of the carried tile, in the loop and of its result after it)
+            views = [u.result for v in (arg, res) for u, _ in self.users.get(id(v), []) if u.name == "permute"]
+            for v in [arg, res] + views + ([] if ok else ends):
+                want = L1 if ok else UB
+                if self.home.get(id(v)) != want:
+                    self.home[id(v)] = want
+                    changed = True
+        return changed
+
+    def _l0c_carries(self, op: Op) -> None:
+        """Accumulators a loop keeps in L0C: the carried value is the ``acc`` of a dot whose result
+        is the ``acc`` of the next dot ... whose result is yielded (one dot per trip, or two when
+        the loop was unrolled by double buffering), starting from zeros."""
+        body = op.regions[0]
+        term = body.terminator
+        for i, (init, arg) in enumerate(zip(op.operands[3:], body.args[1:])):
+            if not arg.type.is_block or str(arg.type.scalar) not in ("f32", "i32") or const_value(init) != 0:
+                continue
+            chain, v = [], arg
+            while True:
+                uses = self.users.get(id(v), [])
+                if len(uses) != 1:
+                    break
+                u, k = uses[0]
+                if u.name == "dot" and k == 2 and u.parent is body:
+                    chain.append(u)
+                    v = u.result
+                    continue
+                break
+            if not chain or self.users.get(id(v), []) != [(term, i)]:
+                continue
+            self.home[id(arg)] = L0C
+            for d in chain:
+                self.home[id(d.result)] = L0C
+            self.l0c_loops.setdefault(id(op), {})[i] = chain
+            if init.owner is not None and all(u is op for u, _ in self.users.get(id(init), [])):
+                self.home[id(init)] = NOWHERE     # the zeros are made in L0C, never in UB
+            # the last trips a pipelined loop leaves (one `if` each) accumulate in the same tile;
+            # all but the last if's result feed the next one's dot
+            tails, v = [], op.results[i]
+            while (t := self._l0c_tail(v)) is not None:
+                if tails:
+                    self.home[id(v)] = L0C
+                tails.append(t)
+                self.home[id(t.result)] = L0C
+                v = if_result_of(t)
+            if tails:
+                self.home[id(op.results[i])] = L0C
+                self.l0c_tails.setdefault(id(op), {})[i] = tails
+
+    def _l0c_stores(self, op: Op) -> None:
+        """An L0C accumulator whose final value is only stored (2-D, rows contiguous in GM) stays
+        in L0C after the loop: FIX writes it to GM itself, converting it on the way (a float
+        cast of it that is only stored is that conversion).  The final value may reach the store
+        through the results of ``if``s whose every branch yields such an accumulator (the
+        versions ``unswitch`` makes of the loop): they all share one L0C tile."""
+        for i, chain in self.l0c_loops.get(id(op), {}).items():
+            tails = self.l0c_tails.get(id(op), {}).get(i, [])
+            final = if_result_of(tails[-1]) if tails else op.results[i]
+            path = [op.results[i], final]
+            while True:
+                uses = self.users.get(id(final), [])
+                if len(uses) != 1 or uses[0][0].name != "yield":
+                    break
+                region = uses[0][0].parent
+                ifop = region.parent if region is not None else None
+                if ifop is None or ifop.name != "if" or not self._l0c_value(ifop.results[uses[0][1]]):
+                    break
+                final = ifop.results[uses[0][1]]
+                path.append(final)
+            uses = self.users.get(id(final), [])
+            cast = uses[0][0] if len(uses) == 1 and uses[0][0].name == "cast" \
+                and final.type.scalar.is_float and uses[0][0].result.type.scalar.is_float else None
+            stored = final if self._stored_row_major_only(final) else \
+                cast.result if cast is not None and self._stored_row_major_only(cast.result) else None
+            if stored is not None:
+                path.append(stored)
+                for v in path:
+                    self.home[id(v)] = L0C
+                self.l0c_stored.setdefault(id(op), {})[i] = tuple(path[1:])
+
+    def _l0c_value(self, v) -> bool:
+        """v is an L0C accumulator: a loop's (its odd last trip's) or an if's whose every branch
+        yields one."""
+        o = v.owner
+        if o is None:
+            return False
+        if o.name == "for":
+            return o.results.index(v) in self.l0c_loops.get(id(o), {})
+        if o.name == "dot":
+            return self.home.get(id(v)) == L0C
+        if o.name == "if":
+            j = o.results.index(v)
+            return all(r.terminator is not None and self._l0c_value(r.terminator.operands[j]) for r in o.regions)
+        return False
+
+    def _stored_row_major_only(self, v) -> bool:
+        """``v``'s one use is the value of a 2-D ``store_tile`` with unit column stride."""
+        uses = self.users.get(id(v), [])
+        if len(uses) != 1 or len(v.type.shape) != 2:
+            return False
+        u, k = uses[0]
+        return u.name == "store_tile" and k == len(u.operands) - 1 and const_value(u.operands[2]) == 1
+
+    def _l0c_tail(self, r):
+        """The dot of a double-buffered loop's odd last trip: ``if c { yield dot(a, b, r) } else
+        { yield r }`` right after the loop, ``r`` used nowhere else.  It accumulates into the loop's
+        L0C tile in place, and each branch drains L0C once into the if's result."""
+        uses = self.users.get(id(r), [])
+        dots = [(u, k) for u, k in uses if u.name == "dot" and k == 2]
+        if len(dots) != 1 or len(uses) != 2:
+            return None
+        d = dots[0][0]
+        then = d.parent
+        ifop = then.parent if then is not None else None
+        if ifop is None or ifop.name != "if" or ifop.regions[0] is not then or len(ifop.regions) != 2:
+            return None
+        j = [x for x, v in enumerate(then.terminator.operands) if v is d.result]
+        if len(j) != 1 or self.users.get(id(d.result), []) != [(then.terminator, j[0])]:
+            return None
+        other = ifop.regions[1].terminator
+        if [(u, k) for u, k in uses if u is not d] != [(other, j[0])]:
+            return None
+        return d
+

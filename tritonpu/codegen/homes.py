@@ -1,0 +1,80 @@
+"""What the NPU back end's analyses share: the homes a value can have, the groups of values that
+share storage, and which ops may write their result over an operand."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from tritonpu.ir import Op, Value
+from tritonpu.ir.ops import TILE_LOADS
+
+UB, REG, L1, L0C = "ub", "reg", "l1", "l0c"
+NOWHERE = "none"        # a value nothing reads (an L0C accumulator's zeros)
+ONCHIP = (UB, L1, L0C)
+VIEW_OPS = frozenset(("expand_dims", "reshape", "broadcast", "permute", "bitcast"))
+VECTOR_SCALAR_OPS = frozenset(("reduce",))
+LOOPS = frozenset(("for", "while"))
+
+
+def elem_bytes(ty) -> int:
+    """Bytes per element on chip: pointers are 8-byte offsets, i1 masks one byte."""
+    s = ty.scalar
+    if s.is_ptr:
+        return 8
+    return max(1, s.bits // 8)
+
+
+def tile_bytes(ty) -> int:
+    return elem_bytes(ty) * (ty.numel if ty.is_block else 1)
+
+
+@dataclass
+class Group:
+    """Values sharing one home, live over [start, end]."""
+    values: list = field(default_factory=list)
+    start: int = 1 << 60
+    end: int = -1
+    home: str = REG
+    bytes: int = 0
+
+    @property
+    def first(self) -> Value:
+        return self.values[0]
+
+
+def if_result_of(dot: Op):
+    """The result of the ``if`` whose then-branch yields ``dot``'s result (a loop's last trip)."""
+    term = dot.parent.terminator
+    return dot.parent.parent.results[term.operands.index(dot.result)]
+
+
+def const_value(v):
+    """The value of a constant (or splat of one), else None."""
+    op = v.owner
+    while op is not None and op.name == "splat":
+        v = op.operands[0]
+        op = v.owner
+    return op.attrs["value"] if op is not None and op.name == "constant" else None
+
+
+def l0c_bytes(ty) -> int:
+    """L0C rows are padded to 16 elements of 4 bytes."""
+    m, n = ty.shape
+    return m * ((n + 15) // 16 * 16) * 4
+
+
+REUSE_LOADED = "reuse_loaded_tiles"     # function attribute: see buffer_planning.plan
+
+
+def loaded(v) -> bool:
+    return v.owner is not None and v.owner.name in TILE_LOADS
+
+
+def in_place_ok(op) -> bool:
+    """The op may write its result over an operand it reads last: one-instruction elementwise work,
+    and a dot with an ``acc`` (FIX drains the product in chunks that are added to it row by row)."""
+    if op.name == "dot":
+        return len(op.operands) == 3 and str(op.operands[2].type.scalar) == str(op.result.type.scalar) \
+            and str(op.result.type.scalar) in ("f32", "i32") and len(op.result.type.shape) == 2
+    return op.opdef.kind in ("elementwise", "compare", "select", "cast") and op.name != "fma"
+
+

@@ -1,0 +1,406 @@
+"""Affine offsets and per-dimension mask bounds of block pointers, for memory analysis.
+
+:class:`Analyzer` reads a block of pointers as ``p + c + sum_d i_d * s_d`` (plus at most one data
+term that varies along one dimension only: an index vector) and a mask as per-dimension upper
+bounds, building the scalar ops that compute them with a :class:`Builder`; anything else raises
+:class:`NotAffine`.  ``(c + arange) % m`` is affine under assumptions the caller guards (the block
+does not wrap around), or, with ``wrap_as_data``, an index vector.
+"""
+from __future__ import annotations
+
+from tritonpu.ir import Op
+from tritonpu.ir import types as T
+
+
+
+
+class NotAffine(Exception):
+    pass
+
+
+class Builder:
+    """Scalar ops inserted before one op; ints are folded, values combined as i64 when types differ."""
+
+    def __init__(self, at: Op):
+        self.at = at
+        self.ops: list[Op] = []
+
+    def op(self, name, operands, ty, **attrs):
+        o = Op(name, operands, [ty], attrs, loc=self.at.loc)
+        self.ops.append(o)
+        return o.result
+
+    def value(self, t, ty=None):
+        if isinstance(t, int):
+            return self.op("constant", [], ty or T.i32, value=t)
+        return t
+
+    def _unify(self, a, b):
+        ta = a.type if not isinstance(a, int) else None
+        tb = b.type if not isinstance(b, int) else None
+        ty = T.i64 if T.i64 in (ta, tb) else (ta or tb or T.i32)
+        if ty == T.i64 and not (-2**31 <= (a if isinstance(a, int) else 0) < 2**31
+                                 and -2**31 <= (b if isinstance(b, int) else 0) < 2**31):
+            pass
+        return self.cast(a, ty), self.cast(b, ty), ty
+
+    def cast(self, a, ty):
+        if isinstance(a, int):
+            return self.value(a, ty)
+        if a.type != ty:
+            return self.op("cast", [a], ty)
+        return a
+
+    def add(self, a, b):
+        if isinstance(a, int) and isinstance(b, int):
+            return a + b
+        if a == 0 if isinstance(a, int) else False:
+            return b
+        if b == 0 if isinstance(b, int) else False:
+            return a
+        x, y, ty = self._unify(a, b)
+        return self.op("add", [x, y], ty)
+
+    def mul(self, a, b):
+        if isinstance(a, int) and isinstance(b, int):
+            return a * b
+        for p, q in ((a, b), (b, a)):
+            if isinstance(p, int) and p == 0:
+                return 0
+            if isinstance(p, int) and p == 1:
+                return q
+        x, y, ty = self._unify(a, b)
+        return self.op("mul", [x, y], ty)
+
+    def sub(self, a, b):
+        if isinstance(a, int) and isinstance(b, int):
+            return a - b
+        if isinstance(b, int):
+            return self.add(a, -b)
+        x, y, ty = self._unify(a, b)
+        return self.op("sub", [x, y], ty)
+
+    def neg(self, a):
+        return -a if isinstance(a, int) else self.mul(a, -1)
+
+    def binop(self, name, a, b):
+        if isinstance(a, int) and isinstance(b, int):
+            return {"maximum": max, "minimum": min}[name](a, b)
+        x, y, ty = self._unify(a, b)
+        return self.op(name, [x, y], ty)
+
+
+def const_of(v):
+    """The Python value of a constant (scalar or splat-of-constant block), else None."""
+    op = v.owner
+    if op is None:
+        return None
+    if op.name == "constant":
+        return op.attrs["value"]
+    if op.name == "splat":
+        return const_of(op.operands[0])
+    return None
+
+
+class Aff:
+    """c + sum_d i_d * strides[d] (+ ``data``, for rank 2: a [R, 1] data tensor along the rows,
+    ``data_dim`` 0, or a [1, C] one along the columns, ``data_dim`` 1)."""
+
+    def __init__(self, c, strides, data=None, data_dim=0):
+        self.c, self.strides, self.data, self.data_dim = c, list(strides), data, data_dim
+
+    @property
+    def rowdata(self):
+        return self.data if self.data is not None and self.data_dim == 0 else None
+
+    @property
+    def coldata(self):
+        return self.data if self.data is not None and self.data_dim == 1 else None
+
+    @property
+    def uniform(self) -> bool:
+        return all(isinstance(s, int) and s == 0 for s in self.strides) and self.data is None
+
+
+class Analyzer:
+    def __init__(self, b: Builder, loops=None, wrap_as_data=False):
+        self.b = b
+        self.loops = loops or {}        # for-loop region argument -> (loop, index): range facts
+        self.assumptions: list = []      # i1 scalars the structured form needs (else: element path)
+        # `(c + arange) % m` as data (an index vector) instead of affine-unless-it-wraps: the form
+        # of the guarded access's other branch, for when the block does wrap around
+        self.wrap_as_data = wrap_as_data
+
+    # ---- offsets ----------------------------------------------------------------------------------
+    def affine(self, v) -> Aff:
+        try:
+            return self._affine(v)
+        except NotAffine:
+            # a data-dependent term that varies along rows only ([R, 1], broadcast later) or along
+            # columns only ([1, C])
+            if v.type.is_block and len(v.type.shape) == 2 and v.type.scalar.is_int:
+                if v.type.shape[1] == 1:
+                    return Aff(0, [0, 0], v, 0)
+                if v.type.shape[0] == 1:
+                    return Aff(0, [0, 0], v, 1)
+            raise
+
+    def _affine(self, v) -> Aff:
+        rank = len(v.type.shape) if v.type.is_block else 0
+        k = const_of(v)
+        if isinstance(k, bool) or (k is not None and not isinstance(k, int)):
+            raise NotAffine
+        if k is not None:
+            return Aff(k, [0] * rank)
+        op = v.owner
+        if op is None:
+            if rank:
+                raise NotAffine
+            return Aff(v, [])
+        b = self.b
+        if not v.type.is_block:
+            if v.type.is_int:
+                return Aff(v, [])
+            raise NotAffine
+        name = op.name
+        if name == "splat":
+            return Aff(self.scalar(op.operands[0]), [0] * rank)
+        if name == "arange":
+            return Aff(op.attrs["start"], [1])
+        if name in ("add", "sub"):
+            x, y = (self.affine(o) for o in op.operands)
+            if name == "sub":
+                if y.data is not None:
+                    raise NotAffine
+                y = Aff(b.neg(y.c), [b.neg(s) for s in y.strides])
+            return Aff(b.add(x.c, y.c), [b.add(s, t) for s, t in zip(x.strides, y.strides)], *_one_data(x, y))
+        if name == "mul":
+            x, y = (self._try(o) for o in op.operands)
+            for p, q in ((x, y), (y, x)):
+                if p is not None and p.uniform and q is not None and q.data is None:
+                    return Aff(b.mul(q.c, p.c), [b.mul(s, p.c) for s in q.strides])
+            raise NotAffine
+        if name == "rem" and v.type.scalar.is_int:
+            # (c + i_d) % m with a uniform m: affine as long as the block does not wrap around
+            # (0 <= c % m and c % m + size_d <= m); the load or store is guarded by that condition
+            if self.wrap_as_data:
+                raise NotAffine
+            x, y = self.affine(op.operands[0]), self.affine(op.operands[1])
+            live = [d for d, st in enumerate(x.strides) if not (isinstance(st, int) and st == 0)]
+            if x.data is not None or not y.uniform or len(live) != 1 or x.strides[live[0]] != 1:
+                raise NotAffine
+            d = live[0]
+            c = b.op("rem", list(b._unify(x.c, y.c)[:2]), b._unify(x.c, y.c)[2]) \
+                if not (isinstance(x.c, int) and isinstance(y.c, int)) else x.c % y.c
+            end = b.add(c, v.type.shape[d])
+            ok = b.op("cmp", list(b._unify(end, y.c)[:2]), T.i1, pred="le")
+            nonneg = b.op("cmp", list(b._unify(c, 0)[:2]), T.i1, pred="ge")
+            self.assumptions += [ok, nonneg]
+            return Aff(c, x.strides)
+        if name == "shl":
+            k = const_of(op.operands[1])
+            if not isinstance(k, int) or not 0 <= k < 31:
+                raise NotAffine
+            x = self.affine(op.operands[0])
+            if x.data is not None:
+                raise NotAffine
+            return Aff(b.mul(x.c, 1 << k), [b.mul(s, 1 << k) for s in x.strides])
+        if name == "expand_dims":
+            x = self.affine(op.operands[0])
+            if x.data is not None:
+                raise NotAffine
+            ax = op.attrs["axis"]
+            return Aff(x.c, x.strides[:ax] + [0] + x.strides[ax:])
+        if name == "broadcast":
+            x = self.affine(op.operands[0])
+            if x.data is not None and op.operands[0].type.shape[x.data_dim] != v.type.shape[x.data_dim]:
+                raise NotAffine
+            return x
+        if name == "cast" and op.operands[0].type.scalar.is_int and v.type.scalar.is_int and \
+                v.type.scalar.bits >= op.operands[0].type.scalar.bits:
+            return self.affine(op.operands[0])
+        raise NotAffine
+
+    def _try(self, v):
+        try:
+            return self.affine(v)
+        except NotAffine:
+            return None
+
+    def scalar(self, v):
+        k = const_of(v)
+        if isinstance(k, int) and not isinstance(k, bool):
+            return k
+        if not v.type.is_int:
+            raise NotAffine
+        return v
+
+    inductions: dict = {}
+
+    def pointer(self, v):
+        """(scalar base pointer, offsets Aff in elements)."""
+        op = v.owner
+        rank = len(v.type.shape)
+        if op is None:
+            ind = self.inductions.get(id(v))
+            if ind is None:
+                raise NotAffine
+            base, off = self.pointer(ind[0])
+            return base, Aff(self.b.add(off.c, ind[1]), off.strides, off.data, off.data_dim)
+        if op.name == "splat":
+            return op.operands[0], Aff(0, [0] * rank)
+        if op.name == "addptr":
+            base, off = self.pointer(op.operands[0])
+            x = self.affine(op.operands[1])
+            return base, Aff(self.b.add(off.c, x.c), [self.b.add(s, t) for s, t in zip(off.strides, x.strides)],
+                              *_one_data(off, x))
+        if op.name == "expand_dims":
+            base, off = self.pointer(op.operands[0])
+            if off.data is not None:
+                raise NotAffine
+            ax = op.attrs["axis"]
+            return base, Aff(off.c, off.strides[:ax] + [0] + off.strides[ax:])
+        if op.name == "broadcast":
+            return self.pointer(op.operands[0])
+        raise NotAffine
+
+    # ---- masks ------------------------------------------------------------------------------------
+    def mask(self, v, shape):
+        """Per-dimension upper bounds (None: no bound) such that mask[i] == all(i_d < bound_d)."""
+        rank = len(shape)
+        k = const_of(v)
+        if k is not None:
+            return [None] * rank if k else [0] + [None] * (rank - 1)
+        op = v.owner
+        if op is None:
+            raise NotAffine
+        b = self.b
+        if op.name == "splat":
+            cond = op.operands[0]
+            return [b.op("select", [cond, b.value(shape[0]), b.value(0)], T.i32)] + [None] * (rank - 1)
+        if op.name == "and":
+            x, y = (self.mask(o, shape) for o in op.operands)
+            return [p if q is None else q if p is None else b.binop("minimum", p, q) for p, q in zip(x, y)]
+        if op.name == "expand_dims":
+            ax = op.attrs["axis"]
+            inner = list(shape[:ax]) + list(shape[ax + 1:])
+            x = self.mask(op.operands[0], inner)
+            return x[:ax] + [None] + x[ax:]
+        if op.name == "broadcast":
+            src_shape = op.operands[0].type.shape
+            x = self.mask(op.operands[0], src_shape)
+            out = []
+            for bound, n, m in zip(x, src_shape, shape):
+                if bound is not None and n == 1 and m != 1:
+                    ok = b.op("cmp", list(b._unify(bound, 1)[:2]), T.i1, pred="ge")
+                    bound = b.op("select", [ok, b.value(m), b.value(0)], T.i32)
+                out.append(bound)
+            return out
+        if op.name == "cmp":
+            pred = op.attrs["pred"]
+            x, y = (self.affine(o) for o in op.operands)
+            if x.data is not None or y.data is not None:
+                raise NotAffine
+            # a lower bound `idx >= 0` (block pointers' boundary checks) that holds for every index
+            lo, zero = (x, y) if pred == "ge" else (y, x) if pred == "le" else (None, None)
+            if lo is not None and zero.uniform and const_of(op.operands[1 if pred == "ge" else 0]) == 0 and \
+                    all(isinstance(st, int) and st >= 0 for st in lo.strides) and nonneg(lo.c, self.loops):
+                return [None] * rank
+            if pred in ("gt", "ge"):
+                x, y = y, x
+                pred = "lt" if pred == "gt" else "le"
+            if pred not in ("lt", "le"):
+                raise NotAffine
+            # x < y  (x <= y is x < y + 1):  sum_d i_d s_d < y.c - x.c  with s = x.strides - y.strides
+            room = b.sub(y.c, x.c)
+            if pred == "le":
+                room = b.add(room, 1)
+            strides = [b.sub(s, t) for s, t in zip(x.strides, y.strides)]
+            live = [d for d, s in enumerate(strides) if not (isinstance(s, int) and s == 0)]
+            bounds = [None] * rank
+            if not live:
+                ok = b.op("cmp", list(b._unify(room, 0)[:2]), T.i1, pred="gt")
+                if rank:
+                    bounds[0] = b.op("select", [ok, b.value(shape[0]), b.value(0)], T.i32)
+                return bounds
+            if len(live) != 1 or not isinstance(strides[live[0]], int) or strides[live[0]] <= 0:
+                raise NotAffine
+            d, s = live[0], strides[live[0]]
+            # i_d * s < room  <=>  i_d < ceil(room / s)
+            bound = room
+            if s != 1:
+                bound = b.binop("maximum", bound, 0)
+                bound = b.add(bound, s - 1)
+                if isinstance(bound, int):
+                    bound //= s
+                else:
+                    bound = b.op("div", [bound, b.value(s, bound.type)], bound.type)
+            bounds[d] = bound
+            return bounds
+        raise NotAffine
+
+    def clamp(self, bound, n):
+        if bound is None:
+            return n
+        if isinstance(bound, int):
+            return max(0, min(bound, n))
+        return self.b.binop("minimum", self.b.binop("maximum", bound, 0), n)
+
+
+def _one_data(x: Aff, y: Aff) -> tuple:
+    """The data term of a sum of two offsets (at most one may have one)."""
+    if x.data is not None and y.data is not None:
+        raise NotAffine
+    return (x.data, x.data_dim) if x.data is not None else (y.data, y.data_dim)
+
+
+def nonneg(v, loops: dict, assumed=frozenset()) -> bool:
+    """True when the integer scalar ``v`` (a Value or an int) is provably >= 0.  ``loops`` maps a
+    for-loop region argument to (loop, index)."""
+    if isinstance(v, int):
+        return v >= 0
+    if id(v) in assumed:
+        return True
+    op = v.owner
+    if op is None:
+        # a loop's induction variable or carried value that starts >= 0 and only grows
+        if id(v) not in loops:
+            return False
+        loop, i = loops[id(v)]
+        if i == 0:
+            step = const_of(loop.operands[2])
+            return isinstance(step, int) and step > 0 and nonneg(loop.operands[0], loops, assumed)
+        init, nxt = loop.operands[3 + i - 1], loop.regions[0].terminator.operands[i - 1]
+        return nonneg(init, loops, assumed) and nonneg(nxt, loops, assumed | {id(v)})
+    k = const_of(v)
+    if k is not None:
+        return isinstance(k, int) and not isinstance(k, bool) and k >= 0
+    if op.name in ("program_id", "num_programs"):
+        return True
+    if op.name == "arange":
+        return op.attrs["start"] >= 0
+    if op.name in ("add", "mul", "maximum", "minimum", "div", "rem", "and") or \
+            (op.name in ("splat", "broadcast", "expand_dims", "reshape") and op.operands):
+        if op.name == "maximum":
+            return any(nonneg(o, loops, assumed) for o in op.operands)
+        return all(nonneg(o, loops, assumed) for o in op.operands)
+    if op.name == "cast" and op.operands[0].type.scalar.is_int and v.type.scalar.is_int and \
+            v.type.scalar.bits >= op.operands[0].type.scalar.bits:
+        return nonneg(op.operands[0], loops, assumed)
+    return False
+
+
+def uniform_other(v):
+    """The scalar fill value of a uniform ``other`` (splat, constant, or a cast of one), else None."""
+    op = v.owner
+    if op is not None and op.name == "splat":
+        return op.operands[0]
+    if op is not None and op.name == "cast" and const_of(op.operands[0]) is not None:
+        k = const_of(op.operands[0])
+        ty = op.result.type.scalar
+        value = float(k) if ty.is_float else int(k)
+        return Op("constant", [], [ty], {"value": value}, loc=op.loc)
+    if op is not None and op.name == "constant" and op.result.type.is_block:
+        o = Op("constant", [], [op.result.type.scalar], {"value": op.attrs["value"]}, loc=op.loc)
+        return o
+    return None
