@@ -117,3 +117,19 @@ def fma(a, b, c, dt) -> np.ndarray:
         toward = np.atleast_1d((err > 0) == (s > 0))     # away from zero when the error adds magnitude
         bits[fix] += np.where(toward[fix], 1, -1)
         return bits.view(np.float64).reshape(np.shape(s)).astype(dt)
+
+
+def quiet_nans(a) -> np.ndarray:
+    """``a`` with signalling NaNs made quiet (x * 1 keeps every other value, -0.0 included), so that
+    numpy's fmax/fmin treat them as LLVM's maxnum/minnum (and Triton) do: the other operand wins.
+    (numpy returns NaN for a signalling one.)"""
+    a = np.asarray(a)
+    return a * a.dtype.type(1) if a.dtype.kind == "f" and np.isnan(a).any() else a
+
+
+def maxnum(a, b):
+    return np.fmax(quiet_nans(a), quiet_nans(b))
+
+
+def minnum(a, b):
+    return np.fmin(quiet_nans(a), quiet_nans(b))

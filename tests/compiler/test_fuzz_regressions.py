@@ -108,3 +108,58 @@ def test_scalar_float_literals_have_their_types_value(backend):
     assert out[0] == np.float32(195015197) * np.float32(0.3)
     assert out[1] == np.float32(1.5) * np.float32(0.1) + np.float32(0.7)
     assert h[0] == np.float16(np.float32(np.float16(3)) * np.float32(np.float16(0.1)))
+
+
+@tritonpu.jit
+def _neg_zero(x_ptr, d_ptr, m_ptr, s_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs)
+    tl.store(d_ptr + offs, x / -0.0)
+    tl.store(m_ptr + offs, x * -0.0)
+    tl.store(s_ptr + offs, tl.where(x > 2.0, -0.0, x))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_literal_negative_zero_keeps_its_sign(backend):
+    """`-0.0` in the assembly was 0 + -0.0 = +0.0: x / -0.0 gave +inf on the NPU."""
+    x = np.array([0.0, 1.0, 5.0, 200.0] * 4, np.float32)
+    d, m, s = (np.zeros(16, np.float32) for _ in range(3))
+    _neg_zero[(1,)](x, d, m, s, BLOCK=16, backend=backend)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        np.testing.assert_array_equal(d, x / np.float32(-0.0))
+    assert m.view(np.int32).tolist() == (x * np.float32(-0.0)).view(np.int32).tolist()
+    assert s.view(np.int32).tolist() == np.where(x > 2, np.float32(-0.0), x).astype(np.float32).view(np.int32).tolist()
+
+
+@tritonpu.jit
+def _maxnum(x_ptr, y_ptr, o_ptr, BLOCK: tl.constexpr, OP: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs)
+    y = tl.load(y_ptr + offs)
+    if OP == "maximum":
+        tl.store(o_ptr + offs, tl.maximum(x, y))
+    elif OP == "minimum":
+        tl.store(o_ptr + offs, tl.minimum(x, y))
+    elif OP == "max":
+        tl.store(o_ptr, tl.max(x, axis=0))
+    else:
+        tl.store(o_ptr, tl.min(x, axis=0))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("op", ["maximum", "minimum", "max", "min"])
+def test_maxnum_and_minnum_return_the_number_for_a_signalling_nan(backend, op):
+    """tl.maximum / tl.minimum / tl.max / tl.min ignore NaNs as LLVM's maxnum does -- signalling
+    ones too (numpy's fmax, which the NPU used, gave NaN for those when it worked in place)."""
+    bits = np.arange(16).astype(np.float32).view(np.uint32).copy()
+    bits[1], bits[2], bits[3] = 0x7F800001, 0xFF800001, 0x7FC00000       # +sNaN, -sNaN, qNaN
+    x = bits.view(np.float32)
+    y = np.full(16, 0.5, np.float16)
+    out = np.zeros(16, np.float32)
+    _maxnum[(1,)](y if False else x, y, out, BLOCK=16, OP=op, backend=backend)
+    nums = np.where(np.isnan(x), np.float32(0.5), x)
+    want = {"maximum": np.maximum(nums, np.float32(0.5)), "minimum": np.minimum(nums, np.float32(0.5))}
+    if op in want:
+        np.testing.assert_array_equal(out, want[op])
+    else:
+        assert out[0] == (15.0 if op == "max" else 0.0)

@@ -408,6 +408,13 @@ class _Assembler:
         terms = []
         _flatten(e, 1, terms)
         v = Val()
+        first = [True]
+
+        def add_const(x):
+            # the first constant term is taken as it is: 0 + -0.0 would lose the sign of a -0.0
+            v.const = x if first[0] else v.const + x
+            first[0] = False
+
         for sign, t in terms:
             if t.type == "REG":
                 r = _regno(str(t))
@@ -415,7 +422,7 @@ class _Assembler:
                     self.err(f"no register {t} (s0..s63)", t)
                 self._addreg(v, sign, r, str(t), t)
             elif t.type == "NUMBER":
-                v.const = v.const + sign * _num(t)
+                add_const(sign * _num(t))
             else:
                 n = str(t)
                 if n in self.prog.aliases:
@@ -426,7 +433,7 @@ class _Assembler:
                 elif self.prog.param(n) is not None and self.prog.param(n).kind == "scalar":
                     self._addreg(v, sign, self.prog.param(n).slot, n, t)
                 elif n in _FLOAT_NAMES:
-                    v.const = v.const + sign * _FLOAT_NAMES[n]
+                    add_const(sign * _FLOAT_NAMES[n])
                 elif n in self.prog.labels:
                     self.err(f"label {n!r} used as a {what}", t)
                 elif self.prog.param(n) is not None:

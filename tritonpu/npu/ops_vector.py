@@ -12,7 +12,7 @@ import math
 
 import numpy as np
 
-from tritonpu.dtypes import float_to_int, fma
+from tritonpu.dtypes import float_to_int, fma, maxnum, minnum, quiet_nans
 
 from . import cycles
 from .ops_scalar import np_scalar
@@ -43,7 +43,7 @@ def _binary(op, is_float):
     """f(a, b) -> result array in the compute dtype."""
     if is_float:
         return {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide,
-                "max": np.fmax, "min": np.fmin, "rem": np.fmod, "pow": np.power,
+                "max": maxnum, "min": minnum, "rem": np.fmod, "pow": np.power,
                 "floordiv": lambda a, b: np.floor(np.divide(a, b)),
                 "rsub": lambda a, s: np.subtract(s, a), "rdiv": lambda a, s: np.divide(s, a)}[op]
     return {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": _c_div,
@@ -304,8 +304,8 @@ def _reduce_fn(op, dt):
     if op in ("max", "min"):
         if dt.kind == "f" or c is not dt:       # floats: maxnum / minnum (NaN only if all are NaN)
             f = np.fmax.reduce if op == "max" else np.fmin.reduce
-        else:
-            f = np.max if op == "max" else np.min
+            return lambda a, ax: f(quiet_nans(a), axis=ax, keepdims=True)
+        f = np.max if op == "max" else np.min
         return lambda a, ax: f(a, axis=ax, keepdims=True)
     f = np.argmax if op == "argmax" else np.argmin
     return lambda a, ax: f(a if c is dt else a.astype(c), axis=ax, keepdims=True).astype(I32)

@@ -11,7 +11,7 @@ import math
 
 import numpy as np
 
-from tritonpu.dtypes import float_to_int, fma
+from tritonpu.dtypes import float_to_int, fma, maxnum, minnum, quiet_nans
 from tritonpu.errors import ExecutionError
 from tritonpu.ir import Function, Op, Region
 from tritonpu.ir import types as T
@@ -101,9 +101,9 @@ def _reduce(op, x):
     if kind == "sum":
         r = np.sum(src, axis=axis, dtype=src.dtype)
     elif kind == "max":
-        r = np.fmax.reduce(src, axis=axis) if src.dtype.kind == "f" else np.max(src, axis=axis)
+        r = np.fmax.reduce(quiet_nans(src), axis=axis) if src.dtype.kind == "f" else np.max(src, axis=axis)
     elif kind == "min":
-        r = np.fmin.reduce(src, axis=axis) if src.dtype.kind == "f" else np.min(src, axis=axis)
+        r = np.fmin.reduce(quiet_nans(src), axis=axis) if src.dtype.kind == "f" else np.min(src, axis=axis)
     elif kind == "argmax":
         r = np.argmax(src, axis=axis)
     else:
@@ -145,9 +145,9 @@ EVAL = {
     "xor": _binary(None, np.bitwise_xor),
     "shl": _binary(None, np.left_shift),
     "shr": _binary(None, np.right_shift),
-    "maximum": _binary(np.fmax, np.maximum),
+    "maximum": _binary(maxnum, np.maximum),
     "pow": _binary(np.power),
-    "minimum": _binary(np.fmin, np.minimum),
+    "minimum": _binary(minnum, np.minimum),
     "neg": _math(np.negative),
     "not": lambda op, x: _arr(np.logical_not(x) if x.dtype == np.bool_ else np.invert(x), op.results[0].type),
     "abs": _math(np.abs),
