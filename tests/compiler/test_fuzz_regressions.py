@@ -163,3 +163,51 @@ def test_maxnum_and_minnum_return_the_number_for_a_signalling_nan(backend, op):
         np.testing.assert_array_equal(out, want[op])
     else:
         assert out[0] == (15.0 if op == "max" else 0.0)
+
+
+@tritonpu.jit
+def _branch_view(x_ptr, o_ptr, BM: tl.constexpr, BN: tl.constexpr):
+    pid = tl.program_id(0)
+    rows = pid * BM + tl.arange(0, BM)
+    cols = tl.arange(0, BN)
+    offs = rows[:, None] * BN + cols[None, :]
+    x = tl.load(x_ptr + offs)
+    v0 = cols | rows[:, None]          # noqa: F841  (dead: it changed the buffers the NPU planned)
+    if pid:
+        w = tl.broadcast_to(rows[:, None], [BM, BN])
+    else:
+        w = x.to(tl.int32)
+    tl.store(o_ptr + offs, tl.where(w != 0, rows[None, :].to(tl.float32), -1.0))
+
+
+@tritonpu.jit
+def _branch_bitcast(x_ptr, y_ptr, o0_ptr, o1_ptr, BM: tl.constexpr):
+    pid = tl.program_id(0)
+    offs = pid * BM + tl.arange(0, BM)
+    x = tl.load(x_ptr + offs)
+    y = tl.load(y_ptr + offs)
+    if pid == 0:
+        w = y.to(tl.float32)
+    else:
+        w = x.to(tl.float32, bitcast=True)
+    tl.store(o0_ptr + offs, w)
+    tl.store(o1_ptr + offs, x.to(tl.float32))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_view_yielded_by_an_if_does_not_share_the_result_buffer_with_what_lives_on(backend):
+    """An if whose other branch yields a view (a broadcast of `rows`, a bitcast of `x`) must not
+    give the if's result the buffer of the viewed tile while that tile is read after the if: the
+    taken branch overwrote `rows` / `x` (found by differential fuzzing)."""
+    x = np.zeros((16, 16), np.float32)
+    x[1, 1], x[2, 3], x[0, 5], x[9, 12] = 5, 7, 1, 2
+    out = np.zeros((16, 16), np.float32)
+    _branch_view[(1,)](x, out, BM=16, BN=16, backend=backend)
+    rows = np.arange(16, dtype=np.float32)
+    np.testing.assert_array_equal(out, np.where(x != 0, rows[None, :], np.float32(-1)))
+    xi = np.array([3, -2, 100, 7, 1000000, 0, 1, 42] * 2, np.int32)
+    yi = np.arange(16, dtype=np.int32)
+    o0, o1 = np.zeros(16, np.float32), np.zeros(16, np.float32)
+    _branch_bitcast[(1,)](xi, yi, o0, o1, BM=16, backend=backend)
+    np.testing.assert_array_equal(o0, yi.astype(np.float32))
+    np.testing.assert_array_equal(o1, xi.astype(np.float32))

@@ -120,24 +120,30 @@ class Coalescing:
         return None
 
     def _dies_into(self, op: Op, i: int, y) -> bool:
-        """``y``, made before the ``if`` and yielded as its result ``i`` by a branch, is read only in
-        the if, and every other branch makes its own result ``i`` after its last read of ``y``
-        (``if c { yield f(y) } else { yield y }``, a loop's last trip): ``y`` can live in the result's
-        buffer from the start."""
-        if self._top_op(y.owner, op.regions[0]) is not None if y.owner is not None else False:
-            return False
-        if not all(any(self._top_op(u, r) is not None for r in op.regions) for u, _ in self.users.get(id(y), [])):
-            return False
+        """Every value that shares ``y``'s storage (``y``, what it views, what views it) is read
+        only inside the ``if`` and made before it or in the branch that yields ``y`` as result
+        ``i``, and every other branch makes its own result ``i`` after its last read of any of
+        them (``if c { yield f(y) } else { yield y }``, a loop's last trip): they can all live in
+        the result's buffer."""
+        gy = self.group_of[id(y)]
+        ours = [v for v in gy.values if not any(v is r for r in op.results)]
+
+        def inside(u):
+            return any(self._top_op(u, r) is not None for r in op.regions)
+
+        if any(not inside(u) for v in ours for u, _ in self.users.get(id(v), [])):
+            return False                # read after the if (or beside it): its buffer must stay
         for region in op.regions:
             yb = region.terminator.operands[i] if region.terminator is not None else None
-            if yb is None or yb is y:
+            if yb is None or any(yb is v for v in ours):
                 continue
             last = self.span[id(op)][0]
-            for u, _ in self.users.get(id(y), []):
-                top = self._top_op(u, region)
-                if top is not None:
-                    s, e = self.span[id(top)]
-                    last = max(last, s if (top is u and in_place_ok(u)) else e)
+            for v in ours:
+                for u, _ in self.users.get(id(v), []):
+                    top = self._top_op(u, region)
+                    if top is not None:
+                        s, e = self.span[id(top)]
+                        last = max(last, s if (top is u and in_place_ok(u)) else e)
             gb = self.group_of[id(yb)]
             if not all(any(v is r for r in op.results) or
                        (v.owner is not None and self._top_op(v.owner, region) is not None and
