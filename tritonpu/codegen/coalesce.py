@@ -114,10 +114,10 @@ class Coalescing:
 
     def _arg_owner(self, v):
         """The op whose region has ``v`` as an argument (None for a function argument)."""
-        for o in self.fn.walk():
-            if any(a is v for r in o.regions for a in r.args):
-                return o
-        return None
+        owners = self.__dict__.get("_arg_owners")
+        if owners is None:      # one walk for the analysis, not one per question
+            owners = self._arg_owners = {id(a): o for o in self.fn.walk() for r in o.regions for a in r.args}
+        return owners.get(id(v))
 
     def _dies_into(self, op: Op, i: int, y) -> bool:
         """Every value that shares ``y``'s storage (``y``, what it views, what views it) is read

@@ -297,7 +297,7 @@ def _gather_segments(st, inst, gname, umem, g_g, g_u, g_n, g_rb, g_rs, g_us, gid
     """A gather with ``nseg=``: row i moves nseg segments of row_bytes, segment r from
     ``base + idx[i]*row_stride + r*seg_stride`` to ``dst + i*dst_stride + r*dst_seg_stride`` (a
     gather of columns: the index picks the columns, the segments are the rows)."""
-    R, tick, m = st.R, st.tick, st.m
+    tick, m = st.tick, st.m
     ubuf, gm, o = st.mem[umem.space], st.gm, inst.opts
     race, lpl = st.race, m.l2_line_bytes // m.beat_bytes
     gm_seen, gm_read = st.gm_seen, st.gm_read

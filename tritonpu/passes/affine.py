@@ -12,8 +12,6 @@ from tritonpu.ir import Op
 from tritonpu.ir import types as T
 
 
-
-
 class NotAffine(Exception):
     pass
 
@@ -39,9 +37,6 @@ class Builder:
         ta = a.type if not isinstance(a, int) else None
         tb = b.type if not isinstance(b, int) else None
         ty = T.i64 if T.i64 in (ta, tb) else (ta or tb or T.i32)
-        if ty == T.i64 and not (-2**31 <= (a if isinstance(a, int) else 0) < 2**31
-                                 and -2**31 <= (b if isinstance(b, int) else 0) < 2**31):
-            pass
         return self.cast(a, ty), self.cast(b, ty), ty
 
     def cast(self, a, ty):
