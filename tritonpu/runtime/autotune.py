@@ -14,6 +14,7 @@ import os
 import numpy as np
 
 from tritonpu.errors import CompilationError, LaunchError
+from tritonpu.runtime.arrays import as_array, gm_span
 
 
 class Config:
@@ -27,7 +28,10 @@ class Config:
         self.extra = extra
 
     def all_kwargs(self) -> dict:
-        return dict(self.kwargs, num_warps=self.num_warps, num_stages=self.num_stages, num_ctas=self.num_ctas)
+        from tritonpu.runtime.options import ALL
+        extra = {k: v for k, v in self.extra.items() if k in ALL}      # triton-ascend: Config(..., multibuffer=)
+        return dict(self.kwargs, **extra, num_warps=self.num_warps, num_stages=self.num_stages,
+                    num_ctas=self.num_ctas)
 
     def __repr__(self):
         parts = [f"{k}: {v}" for k, v in self.kwargs.items()]
@@ -104,8 +108,8 @@ class Autotuner(_Wrapped):
             return configs[0]
         timings, first_error = {}, None
         for config in configs:
-            trial = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
-            trial_kwargs = {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in kwargs.items()}
+            trial = [_trial_copy(a) for a in args]
+            trial_kwargs = {k: _trial_copy(v) for k, v in kwargs.items()}
             for name in self.reset_to_zero:
                 if name in self.arg_names[:len(trial)]:
                     trial[self.arg_names.index(name)][...] = 0
@@ -119,6 +123,16 @@ class Autotuner(_Wrapped):
             raise first_error
         self.configs_timings = timings
         return min(timings, key=timings.get)
+
+
+def _trial_copy(value):
+    """A copy of an array argument (numpy, torch, ...) for a tuning trial, so trials leave the
+    caller's data alone; a strided view is copied with the span it covers, so the kernel's strides
+    still address it.  Other values as they are."""
+    if isinstance(value, (int, float, bool, str, type(None))):
+        return value
+    arr = as_array(value)
+    return value if arr is None else gm_span(arr, "argument").copy()
 
 
 class Heuristics(_Wrapped):

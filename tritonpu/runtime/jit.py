@@ -24,12 +24,10 @@ from tritonpu.ir import types as T
 from tritonpu.language import core as tl
 from tritonpu.runtime import cache as disk_cache
 from tritonpu.runtime import hooks
+from tritonpu.runtime import options as launch_options
+from tritonpu.runtime.arrays import as_array, gm_span
+from tritonpu.runtime.options import TRITON_OPTIONS
 
-# Launch options Triton kernels pass; accepted and recorded (they do not change NPU code).
-TRITON_OPTIONS = ("num_warps", "num_stages", "num_ctas", "maxnreg", "enable_fp_fusion", "launch_cooperative_grid",
-                  "enable_warp_specialization", "debug")
-# tritonpu's own launch options.
-OPTIONS = ("backend", "check", "sanitize", "trace", "cores", "disable_passes", "double_buffer")
 BACKENDS = ("ref", "cpu", "npu")
 DEFAULT_BACKEND = "npu"
 
@@ -53,6 +51,7 @@ class LaunchHandle:
     grid: tuple
     backend: str
     stats: object = None
+    notes: list = field(default_factory=list)     # what the launch's options did not do
 
     @property
     def asm(self) -> dict:
@@ -125,24 +124,6 @@ def _is_constexpr_annotation(ann) -> bool:
     return isinstance(ann, str) and ann.split(".")[-1] == "constexpr"
 
 
-def _as_array(value):
-    """numpy view of an array argument (no copy); None when the value is not an array."""
-    if isinstance(value, np.ndarray):
-        return value
-    if hasattr(value, "__dlpack__"):
-        try:
-            return np.from_dlpack(value)
-        except (TypeError, RuntimeError, BufferError):
-            pass
-    if not isinstance(value, (bytes, str, int, float, bool)):
-        try:
-            mv = memoryview(value)
-        except TypeError:
-            return None
-        return np.asarray(mv)
-    return None
-
-
 def arg_type(name: str, value) -> T.Type:
     """The IR type a runtime argument specializes to."""
     if isinstance(value, (bool, np.bool_)):
@@ -160,7 +141,7 @@ def arg_type(name: str, value) -> T.Type:
         raise LaunchError(f"argument `{name}` = {v} does not fit in 64 bits")
     if isinstance(value, (float, np.floating)):
         return T.scalar("f64") if isinstance(value, np.float64) and not isinstance(value, float) else T.f32
-    arr = _as_array(value)
+    arr = as_array(value, name)
     if arr is None:
         raise LaunchError(f"argument `{name}` has unsupported type {type(value).__name__}; pass a numpy array, "
                           "an int, a float or a bool")
@@ -247,7 +228,7 @@ class JITFunction:
 
     def bind(self, args, kwargs):
         """Split a launch's arguments into kernel arguments and options."""
-        options = {k: kwargs.pop(k) for k in list(kwargs) if k in TRITON_OPTIONS + OPTIONS
+        options = {k: kwargs.pop(k) for k in list(kwargs) if k in launch_options.ALL
                    and k not in self.signature.parameters}
         try:
             bound = self.signature.bind(*args, **kwargs)
@@ -314,6 +295,7 @@ class JITFunction:
 
     def _run(self, args, kwargs, grid, warmup) -> LaunchHandle:
         bound, options = self.bind(args, kwargs)
+        options, notes = launch_options.resolve(options)
         params, runtime = self.specialize(bound)
         kernel = self.compile(params, options)
         grid = _normalize_grid(grid, {**bound, **options})
@@ -322,11 +304,9 @@ class JITFunction:
             raise LaunchError(f"unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}")
         if warmup:
             return WarmedKernel(kernel, grid, backend, self, bound, options)
-        handle = LaunchHandle(kernel, grid, backend)
-        arrays = [_as_array(v) if p.type.is_ptr else v for p, v in zip(kernel.fn.args, runtime)]
-        for p, a in zip(kernel.fn.args, arrays):
-            if p.type.is_ptr and not a.flags.c_contiguous:
-                raise LaunchError(f"argument `{p.name}` is not C-contiguous; pass np.ascontiguousarray(...)")
+        handle = LaunchHandle(kernel, grid, backend, notes=notes)
+        arrays = [gm_span(as_array(v, p.name), p.name) if p.type.is_ptr else v
+                  for p, v in zip(kernel.fn.args, runtime)]
         read_only = [p.name for p, a in zip(kernel.fn.args, arrays) if p.type.is_ptr and not a.flags.writeable]
         if read_only:
             from tritonpu.codegen.pipeline import written_args
@@ -337,6 +317,8 @@ class JITFunction:
                                   "a writeable array (e.g. a copy)")
         from tritonpu.runtime import backends
         handle.stats = backends.launch(backend, kernel, arrays, grid, options)
+        if notes and handle.stats is not None and hasattr(handle.stats, "notes"):
+            handle.stats.notes = list(handle.stats.notes or []) + notes
         hooks.launched(self, handle, options)
         return handle
 
