@@ -28,6 +28,10 @@ _ATOMICS = ("add", "max", "min")
 _TOKEN_NAMES = {"MINUS": "'-'", "PLUS": "'+'", "COMMA": "','", "LSQB": "'['", "RSQB": "']'",
                 "LPAR": "'('", "RPAR": "')'", "COLON": "':'", "EQUAL": "'='", "_NL": "end of line",
                 "LOC": "loc(...)"}
+# value operands and options that are sizes, counts or strides: whole numbers only
+_WHOLE_OPERANDS = {"cols", "nrows", "nseg", "row_bytes", "row_stride", "seg_bytes", "src_stride", "dst_stride",
+                   "m", "k", "n", "rows", "valid", "seg_stride", "dst_seg_stride", "reverse", "last", "rank",
+                   "transpose"}
 _STRIDED_IMPLS = {"vbinary", "vfma", "vscalar", "vunary", "vcmp", "vsel", "vcast", "vfill", "vreduce",
                   "vscan", "vtranspose", "mmad"}
 
@@ -387,8 +391,8 @@ class _Assembler:
                 self.err(f"{spec.name}: operand {name} takes no strides", a)
             if len(exprs) > 3:
                 self.err("a memory operand takes at most a row and a column stride", a)
-            addr = self._val(exprs[0], "address")
-            strides = tuple(self._val(e, "stride") for e in exprs[1:])
+            addr = self._whole(self._val(exprs[0], "address"), "an address", exprs[0])
+            strides = tuple(self._whole(self._val(e, "stride"), "a stride", e) for e in exprs[1:])
             return Mem(space, addr, strides, param)
         if is_mem:
             self.err(f"operand {name} of {spec.name}: expected a value, got a memory reference", a)
@@ -398,10 +402,19 @@ class _Assembler:
                 self.err(f"operand {name} of {spec.name}: expected a register s0..s63", a)
             return v
         v = self._val(a, "value")
+        if name in _WHOLE_OPERANDS:
+            self._whole(v, f"operand {name} of {spec.name}", a)
         if kind in ("event", "axis"):
             hi = EVENT_IDS if kind == "event" else 3
             if not v.static or not isinstance(v.value(), int) or not 0 <= v.value() < hi:
                 self.err(f"{kind} must be an immediate 0..{hi - 1}", a)
+        return v
+
+    def _whole(self, v, what, node) -> Val:
+        """``v`` unless its constant part is a float: addresses, strides, sizes and counts are
+        whole numbers (a float there would only fail inside the simulator)."""
+        if isinstance(v.const, float):
+            self.err(f"{what} must be a whole number, got {fmt_num(v.const)}", node)
         return v
 
     def _val(self, e, what) -> Val:

@@ -13,7 +13,7 @@ from . import cycles, gmmaps
 from .errors import LaunchError, MisalignedError
 from .ops_scalar import np_scalar
 from .registry import family
-from .state import M, PIPE_INDEX, getter, npdt, vec_operand
+from .state import M, PIPE_INDEX, check_whole, getter, npdt, vec_operand
 
 U8 = np.dtype(np.uint8)
 BOOL = np.dtype(np.bool_)
@@ -22,6 +22,17 @@ I32 = np.dtype(np.int32)
 _ATOMIC = {"add": np.add, "max": np.maximum, "min": np.minimum}
 MAX_TRANSFER_BYTES = 1 << 30        # what one transfer may move (bounds its work before it runs)
 _ATOMIC_AT = {"add": np.add.at, "max": np.maximum.at, "min": np.minimum.at}
+
+
+def _bounded(total, src_bytes, dst_bytes, inst, what):
+    """A transfer's work is bounded before it runs: at most MAX_TRANSFER_BYTES, and at most what
+    its source and destination memories hold together (a transfer that moves more only repeats
+    itself: zero strides on both sides)."""
+    if total > MAX_TRANSFER_BYTES or total > src_bytes + dst_bytes:
+        raise LaunchError(f"{what} ({total} bytes), more than its source and destination memories hold "
+                          f"together ({src_bytes} + {dst_bytes} bytes)" if total <= MAX_TRANSFER_BYTES else
+                          f"{what} ({total} bytes), more than one transfer may ({MAX_TRANSFER_BYTES})",
+                          inst=inst)
 
 
 def _side(st, mem):
@@ -73,15 +84,16 @@ def _xfer(st, inst, prog):
         nseg, seg, ss, ds = g_nseg(), g_seg(), g_ss(), g_ds()
         sa, da = gs(), gd()
         sbuf, dbuf = sbuf_g(), dbuf_g()
+        check_whole(inst, nseg=nseg, seg_bytes=seg, src_stride=ss, dst_stride=ds, source_address=sa,
+                    destination_address=da)
         if nseg <= 0 or seg <= 0:
             tick(pipe, m.paths[path].latency or 1, inst, m.paths[path].latency)
             return
-        if nseg * seg > MAX_TRANSFER_BYTES:
-            raise LaunchError(f"the transfer moves {nseg} segments of {seg} bytes ({nseg * seg} bytes), more "
-                              f"than one transfer may ({MAX_TRANSFER_BYTES})", inst=inst)
+        _bounded(nseg * seg, sbuf.size, dbuf.size, inst, f"the transfer moves {nseg} segments of {seg} bytes")
         rl = seg
         if g_valid is not None:
             rl = min(max(g_valid(), 0), seg)
+            check_whole(inst, valid=rl)
         if conv:
             if seg % dt.itemsize:
                 raise MisalignedError(f"seg_bytes {seg} is not a whole number of {inst.types[1]}",
@@ -220,9 +232,9 @@ def _gather(st, inst, prog):
         n, rb, rs, us = g_n(), g_rb(), g_rs(), g_us()
         gb, ua = g_g(), g_u()
         gbuf = gm[gname]
-        if n * rb > MAX_TRANSFER_BYTES:
-            raise LaunchError(f"the gather moves {n} rows of {rb} bytes, more than one transfer may "
-                              f"({MAX_TRANSFER_BYTES})", inst=inst)
+        check_whole(inst, nrows=n, row_bytes=rb, row_stride=rs, dst_stride=us, gm_address=gb, address=ua)
+        if n > 0 and rb > 0:
+            _bounded(n * rb, gbuf.size, ubuf.size, inst, f"the gather moves {n} rows of {rb} bytes")
         if n <= 0 or rb <= 0:
             tick(pipe, m.paths[path].latency or 1, inst, m.paths[path].latency)
             return
@@ -241,6 +253,7 @@ def _gather(st, inst, prog):
         full = rb
         if g_valid is not None:         # read the first `valid` bytes of each row, pad the rest
             rb = min(max(g_valid(), 0), full)
+            check_whole(inst, valid=rb)
         starts = gb + idx * rs
         u_hi = ua + (n - 1) * us + full
         st.check_onchip(umem.space, ua, u_hi, inst, "write" if not scatter else "read")
@@ -305,11 +318,12 @@ def _gather_segments(st, inst, gname, umem, g_g, g_u, g_n, g_rb, g_rs, g_us, gid
     def run():
         n, rb, rs, us = g_n(), g_rb(), g_rs(), g_us()
         nseg, sst, dss = g_nseg(), g_sst(), g_dss()
-        if n * max(nseg, 1) * rb > MAX_TRANSFER_BYTES:
-            raise LaunchError(f"the gather moves {n} x {nseg} segments of {rb} bytes, more than one transfer "
-                              f"may ({MAX_TRANSFER_BYTES})", inst=inst)
         gb, ua = g_g(), g_u()
         gbuf = gm[gname]
+        check_whole(inst, nrows=n, row_bytes=rb, row_stride=rs, dst_stride=us, nseg=nseg, seg_stride=sst,
+                    dst_seg_stride=dss, gm_address=gb, address=ua)
+        if n > 0 and rb > 0 and nseg > 0:
+            _bounded(n * nseg * rb, gbuf.size, ubuf.size, inst, f"the gather moves {n} x {nseg} segments of {rb} bytes")
         if n <= 0 or rb <= 0 or nseg <= 0:
             tick(pipe, m.paths[path].latency or 1, inst, m.paths[path].latency)
             return
@@ -326,6 +340,7 @@ def _gather_segments(st, inst, gname, umem, g_g, g_u, g_n, g_rb, g_rs, g_us, gid
         full = rb
         if g_valid is not None:
             rb = min(max(g_valid(), 0), full)
+            check_whole(inst, valid=rb)
         u_hi = ua + (n - 1) * us + (nseg - 1) * dss + full
         st.check_onchip(umem.space, ua, u_hi, inst, "write")
         st.check_align(umem.space, ua, inst)

@@ -18,7 +18,7 @@ import numpy as np
 from tritonpu.dtypes import SCALARS
 from tritonpu.isa import PIPES, SPACES
 
-from .errors import MisalignedError, OutOfBoundsError
+from .errors import MisalignedError, NpuError, OutOfBoundsError
 from .sanitizer import RaceTracker
 
 NP = len(PIPES)
@@ -216,6 +216,14 @@ def accessors(prog):
 
 
 # ---- decode-time helpers --------------------------------------------------------------------
+def check_whole(inst, **values):
+    """Raise when an address, size or stride read from a register is not a whole number (a float
+    register used where the machine needs an integer)."""
+    for name, x in values.items():
+        if not isinstance(x, (int, np.integer)):
+            raise NpuError(f"{name} is {x!r}: addresses, sizes and strides must be whole numbers", inst=inst)
+
+
 def getter(v, R):
     """A Val -> zero-argument function returning its current value."""
     if v.reg is None:
@@ -256,6 +264,7 @@ def vec_operand(st, inst, mem, dt, pipe, write, default_rs=None):
         key = (addr, rows, cols, rs, cs)
         hit = cache.get(key)
         if hit is None:
+            check_whole(inst, address=addr, rows=rows, cols=cols, row_stride=rs, col_stride=cs)
             if rows <= 0 or cols <= 0:
                 hit = (np.zeros((max(rows, 0), max(cols, 0)), dt), addr, addr)
             else:
