@@ -73,8 +73,11 @@ def _protected(fn) -> set:
                 for kw in n.keywords:
                     if kw.arg == "mask":
                         keep(kw.value)
-            elif n.func.attr in ("rand", "randint", "full", "zeros", "broadcast_to", "arange"):
+            elif n.func.attr in ("rand", "randint", "full", "zeros", "arange"):
                 keep(n)
+            elif n.func.attr == "broadcast_to":       # the shape stays, the value may shrink
+                for a in n.args[1:]:
+                    keep(a)
         elif isinstance(n, ast.For):
             keep(n.iter)
     return ids
