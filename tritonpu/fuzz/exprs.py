@@ -262,7 +262,12 @@ class ExprGen:
         if a.lit or a.dt not in pairs:
             return None
         d = pairs[a.dt]
-        return E(f"{a.code}.to({TLNAME[d]}, bitcast=True)", d, a.shape)
+        code = a.code
+        if is_float(a.dt):
+            # a NaN's sign and payload are unspecified (0/0 folded at compile time or computed at
+            # run time differ): bitcasting one would expose them, so NaNs become 0 first
+            code = f"tl.where({code} != {code}, 0.0, {code})"
+        return E(f"{code}.to({TLNAME[d]}, bitcast=True)", d, a.shape)
 
     def unary(self, shape, depth, allow_approx):
         a = self.expr(shape, depth - 1, allow_approx=allow_approx)

@@ -379,7 +379,7 @@ class Case:
                 "if __name__ == '__main__':\n"
                 "    from tritonpu.fuzz.differential import check_case\n"
                 "    from tritonpu.fuzz.generate import Case\n"
-                "    print(check_case(Case(META['seed'], open(__file__).read(), META)).report())\n")
+                "    print(check_case(Case.from_file_text(open(__file__).read())).report())\n")
 
     @staticmethod
     def from_file_text(text: str) -> "Case":
