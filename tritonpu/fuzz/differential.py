@@ -21,11 +21,13 @@ Outcome categories of a run (``Outcome.category``):
 """
 from __future__ import annotations
 
+import atexit
 import importlib.util
 import itertools
 import os
 import random
 import re
+import shutil
 import signal
 import tempfile
 import threading
@@ -119,6 +121,7 @@ def _case_dir() -> str:
     global _DIR
     if _DIR is None:
         _DIR = tempfile.mkdtemp(prefix="tritonpu-fuzz-")
+        atexit.register(shutil.rmtree, _DIR, True)
     return _DIR
 
 
