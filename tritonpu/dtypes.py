@@ -94,6 +94,18 @@ def float_to_int(x, dt) -> np.ndarray:
     return np.where(hi, dt.type(info.max), np.where(lo, dt.type(info.min), inside))
 
 
+def convert(x, src: ScalarKind, dst: ScalarKind) -> np.ndarray:
+    """Values of type ``src`` converted to ``dst`` as every backend's ``cast`` converts them: to
+    bool by ``!= 0``; floats to integers by :func:`float_to_int`; integers to narrower integers
+    wrapping; otherwise rounded to nearest even."""
+    if dst.is_bool:
+        return np.asarray(np.asarray(x) != 0)
+    if dst.is_int and src.is_float:
+        return float_to_int(x, dst.np)
+    with np.errstate(over="ignore"):
+        return np.asarray(x).astype(src.np).astype(dst.np)
+
+
 def fma(a, b, c, dt) -> np.ndarray:
     """``a * b + c`` in element type ``dt`` as every backend computes ``tl.fma``: for f16, bf16 and
     f32 rounded once, as a fused multiply-add does.  The product of two such values is exact in

@@ -238,11 +238,11 @@ def test_cli_run_without_emit_prints_only_the_script_output(tmp_path):
 
 def test_cli_reports_user_errors_without_traceback(tmp_path):
     script = tmp_path / "bad.py"
-    script.write_text(textwrap.dedent(SCRIPT).replace("tl.arange(0, BLOCK)", "tl.arange(0, 10)"))
+    script.write_text(textwrap.dedent(SCRIPT).replace("tl.arange(0, BLOCK)", "tl.arange(BLOCK, 0)"))
     proc = _cli(["run", str(script), "--emit-ir"], tmp_path)
     assert proc.returncode == 1
     assert "Traceback" not in proc.stderr
-    assert proc.stderr.startswith(f"CompilationError: {script}:9:12: error: tl.arange needs constexpr bounds whose "
-                                  "range is a power of 2; got 10")
+    assert proc.stderr.startswith(f"CompilationError: {script}:9:12: error: tl.arange's end must be greater than "
+                                  "its start; got (16, 0)")
     missing = _cli(["run", str(tmp_path / "nope.py")], tmp_path)
     assert missing.returncode == 2 and "no such file" in missing.stderr

@@ -41,12 +41,23 @@ class MemoryEmitter:
         return isinstance(h, Imm) and int(h.value) == n
 
     # ---- structured tiles --------------------------------------------------------------------------
-    def slices(self, t: Tile, base, S, V, each) -> None:
+    def slices(self, t: Tile, base, S, V, each, load: bool) -> None:
         """A rank-3 transfer as one rank-2 transfer per leading index i (straight-line code):
         ``each(sub_tile, gm_base_i, S[1:], [valid rows of slice i, V[2]])`` with slice i of the
-        dense tile ``t`` at GM ``base + i * S[0]`` elements; slices past ``V[0]`` move no rows."""
+        dense tile ``t`` at GM ``base + i * S[0]`` elements; slices past ``V[0]`` move no rows.
+        Slices that do not start 32-byte aligned in ``t`` move through aligned scratch: one
+        ``mov.ub.ub`` packs them into ``t`` after a load (unpacks them before a store)."""
         n, sub = t.shape[0], t.with_(shape=t.shape[1:], strides=t.strides[1:])
         step = t.strides[0] * t.esize
+        align = self.m.align["ub"]
+        home = t
+        if step % align and n > 1:
+            pitch = (step + align - 1) // align * align
+            t = t.with_(addr=self.scratch(n * pitch), strides=(pitch // t.esize,) + t.strides[1:])
+            if not load:
+                self.emit(f"mov.ub.ub ub[{t.addr}], ub[{home.addr}], {n}, {step}, {step}, {pitch}", "V",
+                          reads=[self.acc(home)], writes=[self.acc(t)])
+            step = pitch
         all_live = self.const(V[0], n)
         # (one set of registers for every slice: a transfer reads them when the scalar unit issues it)
         g, live, rows = self.temp_reg(), self.temp_reg(), (V[1] if all_live else self.temp_reg())
@@ -60,6 +71,9 @@ class MemoryEmitter:
                 self.emit(f"cmp.gt {live}, {V[0]}, {i}", "S")
                 self.emit(f"sel {rows}, {live}, {V[1]}, 0", "S")
             each(sub.with_(addr=t.addr + i * step), g, S[1:], [rows, V[2]])
+        if load and t is not home:
+            self.emit(f"mov.ub.ub ub[{home.addr}], ub[{t.addr}], {n}, {home.strides[0] * t.esize}, {step}, "
+                      f"{home.strides[0] * t.esize}", "V", reads=[self.acc(t)], writes=[self.acc(home)])
 
     def op_load_tile(self, op) -> None:
         ty = op.result.type
@@ -72,9 +86,10 @@ class MemoryEmitter:
         S = [self.scalar(v) for v in strides]
         V = [self.scalar(v) for v in valids]
         if r == 3:
-            if not dst.is_dense:
+            if not dst.is_dense():
                 self.fail("internal: a rank-3 tile is loaded into a strided buffer")
-            self.slices(dst, base, S, V, lambda t, g, s, v: self.load_2d(op, t, param, g, s, v, pad, dense=True))
+            self.slices(dst, base, S, V, lambda t, g, s, v: self.load_2d(op, t, param, g, s, v, pad, dense=True),
+                        load=True)
             return
         self.load_2d(op, dst, param, base, S, V, pad)
 
@@ -203,7 +218,7 @@ class MemoryEmitter:
             self.store_l0c(src, asm_type(ty), param, base, V[0], V[1], self.mul_imm(S[0], self.esize_of(ty)))
             return
         if r == 3:
-            self.slices(self.dense(src), base, S, V, lambda t, g, s, v: self.store_2d(t, param, g, s, v))
+            self.slices(self.dense(src), base, S, V, lambda t, g, s, v: self.store_2d(t, param, g, s, v), load=False)
             return
         self.store_2d(src, param, base, S, V)
 

@@ -7,6 +7,8 @@ Scalars in registers use the ``v*s`` forms (``vadds``, ``vrsubs``...); booleans 
 """
 from __future__ import annotations
 
+import math
+
 from tritonpu.codegen.analysis import elem_bytes
 from tritonpu.codegen.values import Imm, Reg, Tile, asm_type
 
@@ -90,8 +92,54 @@ class VectorEmitter:
             return f"ub[{addr}, {rs}]"
         return f"ub[{addr}, {rs}, {cs}]"
 
+    def _slices_misaligned(self, shape, tiles) -> bool:
+        """Whether ``geometry`` would need a vector instruction to start at an address that is not
+        32-byte aligned (a rank-3 tile's slices, after merging what merges)."""
+        tiles = [_align_to(t, shape) for t in tiles]
+        if len(shape) <= 2 or all(t.is_dense() or not any(t.strides) for t in tiles):
+            return False
+        shape, tiles = _collapse(tuple(shape), tiles)
+        return len(shape) == 3 and any(t.strides[0] * t.esize % self.m.align["ub"] for t in tiles)
+
+    def _padded(self, shape, tile: Tile, copy_in: bool) -> Tile:
+        """``tile`` (collapsed to rank 3) moved to scratch with each leading slice starting 32-byte
+        aligned — one ``mov.ub.ub`` of its slices, when ``copy_in`` — in the same inner layout."""
+        _, s1, s2 = tile.strides
+        slab = ((shape[1] - 1) * s1 + (shape[2] - 1) * s2 + 1) * tile.esize
+        align = self.m.align["ub"]
+        pitch = (slab + align - 1) // align * align
+        out = tile.with_(addr=self.scratch(shape[0] * pitch), strides=(pitch // tile.esize, s1, s2))
+        if copy_in:
+            self.emit(f"mov.ub.ub ub[{out.addr}], ub[{tile.addr}], {shape[0]}, {slab}, "
+                      f"{tile.strides[0] * tile.esize}, {pitch}", "V", reads=[self.acc(tile)], writes=[self.acc(out)])
+        return out
+
+    def _vec_padded(self, mnemonic, dst: Tile, srcs: list, scalars, extra) -> None:
+        """``vec`` on rank-3 tiles whose slices are not 32-byte aligned: the misaligned operands are
+        copied slice by slice into aligned scratch (the result back out of it), the operation runs
+        there (issue 15: pad slices on chip)."""
+        shape, tiles = _collapse(tuple(dst.shape), [_align_to(t, dst.shape) for t in [dst] + list(srcs)])
+        align = self.m.align["ub"]
+        moved = []
+        for t in tiles:
+            if any(s < 0 for s in t.strides) or t.strides[0] == 0 or t.strides[0] * t.esize % align == 0:
+                moved.append(t)
+            else:
+                moved.append(self._padded(shape, t, copy_in=t is not tiles[0]))
+        out, d = moved[0], tiles[0]
+        if out is not d and not d.with_(shape=shape[1:], strides=d.strides[1:]).is_dense():
+            self.fail(f"a rank-{len(dst.shape)} result whose slices are neither 32-byte aligned nor contiguous; "
+                      "reshape to 2D")
+        self.vec(mnemonic, out, moved[1:], scalars, extra)
+        if out is not d:
+            slab = shape[1] * shape[2] * d.esize
+            self.emit(f"mov.ub.ub ub[{d.addr}], ub[{out.addr}], {shape[0]}, {slab}, {out.strides[0] * d.esize}, "
+                      f"{d.strides[0] * d.esize}", "V", reads=[self.acc(out)], writes=[self.acc(d)])
+
     def vec(self, mnemonic: str, dst: Tile, srcs: list, scalars=(), extra="") -> None:
         """Emit ``mnemonic dst, srcs..., scalars..., cols[, rows=]`` over dst's shape."""
+        if self._slices_misaligned(dst.shape, [dst] + list(srcs)):
+            return self._vec_padded(mnemonic, dst, srcs, scalars, extra)
         for rows, cols, ops in self.geometry(dst.shape, [dst] + list(srcs)):
             args = [self.opnd(a, rs, cs, rows, cols) for a, rs, cs in ops]
             args += [str(s) for s in scalars]
@@ -269,9 +317,28 @@ class VectorEmitter:
             axis = 2
         return (t if _rank3_geometry(t, axis) is not None else self.dense(t)), axis
 
+    def _merged(self, t: Tile, axis: int, dst: Tile):
+        """A rank > 3 reduction or scan as a rank-3 one: ``t`` dense, viewed as (dims before
+        ``axis``, ``axis``, dims after) and reduced along 1; ``dst`` (dense) viewed to match."""
+        if len(t.shape) <= 3:
+            return t, axis, dst
+        if not dst.is_dense():
+            self.fail("internal: a rank > 3 reduction into a strided buffer")
+        t = self.dense(t)
+        before, after = math.prod(t.shape[:axis]), math.prod(t.shape[axis + 1:])
+        # (size-1 dimensions dropped: their strides would not merge)
+        dims, axis = ([before] if before > 1 else []) + [t.shape[axis]] + ([after] if after > 1 else []), \
+            int(before > 1)
+        merged = Tile.dense(t.addr, t.dtype, tuple(dims), t.esize)
+        if len(dst.shape) == len(t.shape) - 1:
+            shape = tuple(d for k, d in enumerate(dims) if k != axis) or (1,)
+        else:
+            shape = merged.shape
+        return merged, axis, Tile.dense(dst.addr, dst.dtype, shape, dst.esize)
+
     def kind_reduce(self, op) -> None:
-        src, axis = self._rank3_rows(self.as_tile(op.operands[0]), op.attrs["axis"])
-        dst = self.out_tile(op.result)
+        src, axis, dst = self._merged(self.as_tile(op.operands[0]), op.attrs["axis"], self.out_tile(op.result))
+        src, axis = self._rank3_rows(src, axis)
         red_axis = axis
         rows, cols, axis, (a, rs, cs) = self._reduce_geometry(src, red_axis)
         T = src.dtype
@@ -304,9 +371,9 @@ class VectorEmitter:
             self.vec(f"vcast.{dst.dtype}.{acc_t}", dst, [target])
 
     def kind_scan(self, op) -> None:
-        src = self.dense(self.as_tile(op.operands[0]))
-        out = dst = self.out_tile(op.result)
-        axis = op.attrs["axis"]
+        src, axis, out = self._merged(self.dense(self.as_tile(op.operands[0])), op.attrs["axis"],
+                                      self.out_tile(op.result))
+        dst = out
         if len(src.shape) == 3 and axis == 1:
             # along the middle axis: scan a (B, K, M) copy along its last axis, copy the result back
             src, axis = self._rank3_rows(src, axis)

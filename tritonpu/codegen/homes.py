@@ -75,6 +75,16 @@ def in_place_ok(op) -> bool:
     if op.name == "dot":
         return len(op.operands) == 3 and str(op.operands[2].type.scalar) == str(op.result.type.scalar) \
             and str(op.result.type.scalar) in ("f32", "i32") and len(op.result.type.shape) == 2
-    return op.opdef.kind in ("elementwise", "compare", "select", "cast") and op.name != "fma"
+    if op.opdef.kind not in ("elementwise", "compare", "select", "cast") or op.name == "fma":
+        return False
+    if len(op.result.type.shape) >= 3:
+        # a rank-3 tile may take one instruction per leading index: an earlier slice's result
+        # must not land on a later slice of an operand — only operands laid out exactly like the
+        # result (same shape and element size, not a view) are safe to overwrite
+        size = elem_bytes(op.result.type)
+        return all(not o.type.is_block or (o.type.shape == op.result.type.shape and elem_bytes(o.type) == size
+                                           and (o.owner is None or o.owner.name not in VIEW_OPS))
+                   for o in op.operands)
+    return True
 
 

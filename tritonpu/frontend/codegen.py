@@ -22,6 +22,7 @@ import types as pytypes
 from tritonpu.errors import CompilationError
 from tritonpu.ir import Builder, Function, Loc, Region, Value
 from tritonpu.language import core as tl
+from tritonpu.language.descriptor import host_descriptor_param
 from tritonpu.language import semantic as S
 from tritonpu.language.core import SemanticError, tensor
 from tritonpu.frontend import combine as combine_op
@@ -303,8 +304,8 @@ class CodeGenerator(ControlFlow, ast.NodeVisitor):
         for op, right_node in zip(node.ops, node.comparators):
             right = self.visit(right_node)
             fn = _CMPOPS[type(op)]
-            if isinstance(op, (ast.Is, ast.IsNot, ast.In, ast.NotIn)) and (isinstance(left, tensor) or
-                                                                             isinstance(right, tensor)):
+            # `is` / `is not` are decided at compile time, as in Triton: a tensor is never None
+            if isinstance(op, (ast.In, ast.NotIn)) and (isinstance(left, tensor) or isinstance(right, tensor)):
                 raise self.error(node, f"`{type(op).__name__.lower()}` only works on constexpr values")
             r = fn(left, right)
             result = r if result is None else self._logical(node, "and", result, r)
@@ -314,9 +315,8 @@ class CodeGenerator(ControlFlow, ast.NodeVisitor):
     def _logical(self, node, kind, a, b):
         if not isinstance(a, tensor) and not isinstance(b, tensor):
             return (a and b) if kind == "and" else (a or b)
-        for v in (a, b):
-            if isinstance(v, tensor) and v.ty.is_block:
-                raise self.error(node, f"`{kind}` does not work on blocks; use `&` / `|` for elementwise logic")
+        # on runtime values, Triton's `and` / `or` are tensor.logical_and / logical_or: elementwise
+        # on blocks, both sides evaluated
         return S.logical_and(a, b) if kind == "and" else S.logical_or(a, b)
 
     def visit_BoolOp(self, node):
@@ -364,8 +364,10 @@ class CodeGenerator(ControlFlow, ast.NodeVisitor):
             return fn(*args, **kwargs)
         if fn is tl.constexpr:
             return args[0]
-        if isinstance(fn, pytypes.MethodType) and isinstance(fn.__self__, tensor):
-            return fn(*args, **kwargs)
+        if isinstance(fn, pytypes.MethodType) and isinstance(fn.__self__, (tensor, tl.dtype)):
+            return fn(*args, **kwargs)          # x.to(...), x.dtype.is_floating(), ...
+        if isinstance(fn, type) and issubclass(fn, tl.dtype):
+            return fn(*args, **kwargs)          # tl.pointer_type(tl.int32), tl.block_type(...)
         if fn in _PY_BUILTINS.values() or isinstance(fn, tl.dtype) or (
                 isinstance(fn, (pytypes.BuiltinMethodType, pytypes.MethodWrapperType))
                 and isinstance(getattr(fn, "__self__", None), (str, tuple, list, dict, int, float))):
@@ -434,10 +436,14 @@ def generate_body(jitfn, builder: Builder, scope: dict, call_stack: tuple):
 def generate(jitfn, params: list[tuple[str, object]], attrs: dict) -> Function:
     """Build the IR of a kernel. ``params``: (name, T.Type) for runtime arguments, (name,
     tl.constexpr(value)) for constexpr ones, in signature order."""
-    args, scope = [], {}
+    args, scope, descriptors = [], {}, []
     for name, p in params:
         if isinstance(p, tl.constexpr):
             scope[name] = p.value
+        elif isinstance(p, host_descriptor_param):     # its parts are arguments; built below
+            parts = [Value(t, n) for n, t in zip(p.arg_names(name), p.arg_types())]
+            args.extend(parts)
+            descriptors.append((name, p, [tensor(v, v.type) for v in parts]))
         else:
             v = Value(p, name)
             args.append(v)
@@ -447,6 +453,8 @@ def generate(jitfn, params: list[tuple[str, object]], attrs: dict) -> Function:
     saved = tl._state.builder
     tl._state.builder = builder
     try:
+        for name, p, parts in descriptors:
+            scope[name] = p.build(parts)
         ret = generate_body(jitfn, builder, scope, (jitfn,))
     finally:
         tl._state.builder = saved

@@ -1,11 +1,12 @@
 """``tl.reduce`` and ``tl.associative_scan`` with the kernel's own ``@jit`` combine function,
 built by the frontend from the function's inlined bodies, ``tl.split`` and ``tl.interleave``.
 
-Guarantees: along ``axis`` (its size a power of two, as every block dimension), the inputs (one
-tensor or a tuple of tensors, reduced together) are paired neighbour by neighbour — element 2i
+Guarantees: along ``axis``, the inputs (one tensor or a tuple of tensors, reduced together) are
+paired neighbour by neighbour — element 2i
 with 2i+1, as ``tl.split`` takes them, the left one first — and ``combine_fn(left..., right...)``
-is inlined once per level, log2(size) times, until one element is left. The order is a balanced
-tree, as Triton's (an associative ``combine_fn`` gives the same result as any other order; a
+is inlined once per level, log2(size) times, until one element is left (an odd number left —
+sizes that are not powers of two — is folded left to right, each element picked exactly by a
+one-hot select). The order is a balanced tree, as Triton's (an associative ``combine_fn`` gives the same result as any other order; a
 non-commutative one sees its operands in element order). ``axis=None`` reduces all elements;
 ``keep_dims`` keeps the axis with size 1. Every backend runs the same IR (selects, integer sums,
 reshapes and the function's own ops).
@@ -14,7 +15,8 @@ reshapes and the function's own ops).
 recursion: combine neighbour pairs, scan the pairs' results (half the size), then the odd
 positions are those prefixes and the even ones combine the previous prefix (a shift by one, itself
 a recursion of splits and interleaves) with their own element — log2(size) levels, the combine
-function applied in element order. ``reverse`` scans from the end.
+function applied in element order; an odd size is scanned element by element. ``reverse`` scans
+from the end.
 """
 from __future__ import annotations
 
@@ -74,12 +76,33 @@ def reduce(inline, inputs, axis, combine_fn, keep_dims=False):
         ax = S._canon_axis(axis, len(shape0))
     xs, _ = _last(xs, ax)
     combine = _combiner(inline, combine_fn, len(xs), "reduce")
-    while xs[0].shape[-1] > 1:
+    while xs[0].shape[-1] > 1 and xs[0].shape[-1] % 2 == 0:
         xs = combine(*_pairs(xs))
-    xs = [S.reshape(x, x.shape[:-1]) for x in xs]
+    n = xs[0].shape[-1]
+    if n == 1:
+        xs = [S.reshape(x, x.shape[:-1]) for x in xs]
+    else:                                   # an odd size left: fold its elements in order
+        acc = [_take(x, 0) for x in xs]
+        for i in range(1, n):
+            acc = combine(acc, [_take(x, i) for x in xs])
+        xs = acc
     if keep_dims:
         xs = [S.reshape(x, [1] * len(shape0)) if axis is None else S.expand_dims(x, ax) for x in xs]
     return xs[0] if single else tuple(xs)
+
+
+def _take(x, i):
+    """Element ``i`` along the last axis, bit for bit (one-hot select)."""
+    return M.select_sum(x, S.compare(S.arange(0, x.shape[-1]), i, "eq"), len(x.shape) - 1)
+
+
+def _place(cols, n):
+    """Blocks ``cols[i]`` (shape ``s``) as the elements ``i`` of one block of shape ``s + [n]``."""
+    out = S.broadcast_to_shape(S.expand_dims(cols[0], len(cols[0].shape)), cols[0].shape + [n])
+    pos = S.arange(0, n)
+    for i in range(1, n):
+        out = S.where(S.compare(pos, i, "eq"), S.expand_dims(cols[i], len(cols[i].shape)), out)
+    return out
 
 
 def _shift(x, left):
@@ -88,6 +111,9 @@ def _shift(x, left):
     n = x.shape[-1]
     if n == 1:
         return x
+    if n % 2:                               # odd: element by element
+        cols = [_take(x, i) for i in range(n)]
+        return _place(cols[1:] + cols[-1:] if left else cols[:1] + cols[:-1], n)
     even, odd = M.split(S.reshape(x, x.shape[:-1] + [n // 2, 2]))
     if left:
         return M.interleave(odd, _shift(even, True))
@@ -105,6 +131,14 @@ def associative_scan(inline, inputs, axis, combine_fn, reverse=False):
         n = ys[0].shape[-1]
         if n == 1:
             return ys
+        if n % 2:                               # odd: element by element, in order
+            cols = [[_take(y, i) for y in ys] for i in range(n)]
+            order = range(n - 1, -1, -1) if reverse else range(n)
+            out, acc = [None] * n, None
+            for i in order:
+                acc = cols[i] if acc is None else (combine(cols[i], acc) if reverse else combine(acc, cols[i]))
+                out[i] = acc
+            return [_place([out[i][k] for i in range(n)], n) for k in range(len(ys))]
         even, odd = _pairs(ys)
         sums = scan(combine(even, odd))         # forward: x0..x(2j+1); reverse: x(2j)..x(n-1)
         pos = S.arange(0, n // 2)

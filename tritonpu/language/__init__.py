@@ -1,5 +1,6 @@
 """``tritonpu.language`` — import as ``tl``; the same names as ``triton.language``."""
 from tritonpu.language import extra, math
+from tritonpu.language.descriptor import tensor_descriptor
 from tritonpu.language.core import (ALL_DTYPES, SemanticError, block_type, bfloat16, bool_, builtin, constexpr, dtype,
                                     float16, float32, float64, int1, int8, int16, int32, int64, pointer_type,
                                     range, static_range, tensor, uint8, uint16, uint32, uint64)
@@ -12,8 +13,9 @@ from tritonpu.language.functions import (abs, arange, argmax, argmin, atomic_add
                                          full, load, log, log2, max, max_constancy, max_contiguous, maximum, min,
                                          minimum, multiple_of, num_programs, permute, program_id, ravel, reshape,
                                          rsqrt, sigmoid, sin, softmax, sqrt, sqrt_rn, static_assert, static_print,
-                                         store, sum, to_tensor, trans, umulhi, view, where, zeros, zeros_like, make_block_ptr,
-                                         advance)
+                                         store, sum, to_tensor, topk, trans, umulhi, view, where, zeros, zeros_like, make_block_ptr,
+                                         advance, make_tensor_descriptor, load_tensor_descriptor,
+                                         store_tensor_descriptor)
 
 
 class PropagateNan:

@@ -63,9 +63,10 @@ def make_block_ptr(base, shape, strides, offsets, block_shape, order) -> block_p
     if not (len(shape) == len(strides) == len(offsets) == r):
         raise SemanticError(f"tl.make_block_ptr: shape, strides and offsets need {r} entries (one per block "
                             f"dimension), got {len(shape)}, {len(strides)}, {len(offsets)}")
-    for b in block_shape:
-        if b <= 0 or b & (b - 1):
-            raise SemanticError(f"tl.make_block_ptr: block dimensions must be powers of 2, got {block_shape}")
+    try:
+        S.check_shape(block_shape)
+    except SemanticError as e:
+        raise SemanticError(f"tl.make_block_ptr: block {e}") from None
     order = tuple(int(tl._unwrap(o)) for o in order)
     return block_ptr(base, _scalars(shape, "shape", tl.int64), _scalars(strides, "strides", tl.int64),
                      _scalars(offsets, "offsets", tl.int32), block_shape, order)

@@ -139,6 +139,41 @@ class dtype:
     def is_block(self):
         return False
 
+    def is_standard_floating(self):
+        return self.name in ("fp16", "bf16", "fp32", "fp64")
+
+    def is_fp8(self):                   # tritonpu has no fp8 types: every fp8 query is False
+        return False
+
+    is_fp8e4nv = is_fp8e4b8 = is_fp8e4b15 = is_fp8e5 = is_fp8e5b16 = is_fp8
+
+    def is_int8(self):
+        return self.name == "int8"
+
+    def is_int16(self):
+        return self.name == "int16"
+
+    def is_int32(self):
+        return self.name == "int32"
+
+    def is_int64(self):
+        return self.name == "int64"
+
+    def is_uint8(self):
+        return self.name == "uint8"
+
+    def is_uint16(self):
+        return self.name == "uint16"
+
+    def is_uint32(self):
+        return self.name == "uint32"
+
+    def is_uint64(self):
+        return self.name == "uint64"
+
+    def is_const(self):
+        return False
+
     def kind_rank(self) -> int:
         """Triton's KIND order: bool < integral < floating."""
         return 0 if self.is_bool() else (2 if self.is_floating() else 1)
@@ -281,6 +316,39 @@ class constexpr:
 
     def __call__(self, *args, **kwargs):
         return self.value(*args, **kwargs)
+
+    # arithmetic on the host, as Triton's constexpr offers it: the result is a constexpr
+    def __getattr__(self, name):
+        if name.startswith("__") or name == "value":
+            raise AttributeError(name)
+        return getattr(self.value, name)
+
+
+def _constexpr_op(op, swap=False):
+    def method(self, other=None):
+        if other is None and op.__name__ in ("neg", "pos", "invert", "not_", "abs"):
+            return constexpr(op(self.value))
+        a, b = (_unwrap(other), self.value) if swap else (self.value, _unwrap(other))
+        return constexpr(op(a, b))
+    method.__name__ = op.__name__
+    return method
+
+
+def _install_constexpr_ops():
+    import operator as o
+    binary = {"add": o.add, "sub": o.sub, "mul": o.mul, "truediv": o.truediv, "floordiv": o.floordiv,
+              "mod": o.mod, "pow": o.pow, "and": o.and_, "or": o.or_, "xor": o.xor, "lshift": o.lshift,
+              "rshift": o.rshift}
+    for name, op in binary.items():
+        setattr(constexpr, f"__{name}__", _constexpr_op(op))
+        setattr(constexpr, f"__r{name}__", _constexpr_op(op, swap=True))
+    for name, op in {"lt": o.lt, "le": o.le, "gt": o.gt, "ge": o.ge, "ne": o.ne}.items():
+        setattr(constexpr, f"__{name}__", _constexpr_op(op))
+    for name, op in {"neg": o.neg, "pos": o.pos, "invert": o.invert, "abs": abs}.items():
+        setattr(constexpr, f"__{name}__", _constexpr_op(op))
+
+
+_install_constexpr_ops()
 
 
 # --------------------------------------------------------------------------------------------

@@ -101,6 +101,22 @@ def make_block_ptr(base, shape, strides, offsets, block_shape, order):
 
 
 @builtin
+def make_tensor_descriptor(base, shape, strides, block_shape, padding_option="zero"):
+    from tritonpu.language import descriptor
+    return descriptor.make_tensor_descriptor(base, shape, strides, block_shape, padding_option)
+
+
+@builtin
+def load_tensor_descriptor(desc, offsets):
+    return desc.load.__wrapped__(desc, offsets)
+
+
+@builtin
+def store_tensor_descriptor(desc, offsets, value):
+    return desc.store.__wrapped__(desc, offsets, value)
+
+
+@builtin
 def advance(base, offsets):
     return BP.advance(tl._unwrap(base), offsets)
 
@@ -207,9 +223,14 @@ def div_rn(x, y):
 
 
 def _cdiv_impl(x, div):
+    """``(x + div - 1) // div`` on integers, as Triton; on floats (triton-ascend accepts them)
+    ``ceil(x / div)``."""
     x, div = tl._unwrap(x), tl._unwrap(div)
     if not isinstance(x, tensor) and not isinstance(div, tensor):
         return (x + div - 1) // div
+    x, div = S.binary_operands(x, div, div_or_mod=True)
+    if x.dtype.is_floating():
+        return S.unary_math("ceil", S.truediv(x, div))
     return S.floordiv(S.sub(S.add(x, div), 1), div)
 
 
@@ -378,6 +399,12 @@ def sort(x, dim=None, descending=False):
 
 
 @builtin
+def topk(x, k, dim=None):
+    from tritonpu.language import reorder
+    return reorder.topk(x, k, dim)
+
+
+@builtin
 def gather(src, index, axis):
     from tritonpu.language import reorder
     return reorder.gather(src, index, axis)
@@ -449,10 +476,22 @@ def debug_barrier():
     return None
 
 
+@builtin
+def logical_and(x, y):
+    """Elementwise ``x and y`` of two values taken as booleans (nonzero is true)."""
+    return S.logical_and(x, y)
+
+
+@builtin
+def logical_or(x, y):
+    """Elementwise ``x or y`` of two values taken as booleans (nonzero is true)."""
+    return S.logical_or(x, y)
+
+
 TENSOR_METHODS = {
     name: globals()[name]
     for name in ("exp", "exp2", "log", "log2", "sqrt", "rsqrt", "sin", "cos", "floor", "ceil", "erf", "abs",
                  "sigmoid", "softmax", "reshape", "view", "trans", "permute", "broadcast_to", "expand_dims",
                  "ravel", "sum", "max", "min", "argmax", "argmin", "cumsum", "cumprod", "cast", "split", "flip", "sort", "histogram",
-                 "gather")
+                 "gather", "topk", "logical_and", "logical_or", "cdiv")
 }

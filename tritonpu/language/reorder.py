@@ -1,4 +1,4 @@
-"""``tl.flip``, ``tl.sort`` and ``tl.gather``: made of the exact reordering ops of :mod:`.memory` (``split``,
+"""``tl.flip``, ``tl.sort``, ``tl.topk`` and ``tl.gather``: made of the exact reordering ops of :mod:`.memory` (``split``,
 ``join``, ``cat``, ``interleave``) and 2-D transposes, so they run on every backend (blocks of rank
 <= 3 throughout). Both work on the rows of a (B, n) view of the block with ``dim`` last.
 
@@ -18,9 +18,10 @@ from __future__ import annotations
 
 from tritonpu.language import core as tl
 from tritonpu.language.core import SemanticError, tensor
-from tritonpu.language.memory import cat, interleave, join, select_sum, split
-from tritonpu.language.semantic import (_canon_axis, arange, compare, expand_dims, floordiv, mod, mul, permute,
-                                        reshape, to_tensor, where)
+from tritonpu.language.memory import cat, interleave, join, reduce_sum, select_sum, split
+from tritonpu.language.semantic import (_canon_axis, and_, arange, broadcast_to_shape, cast, compare, expand_dims,
+                                        floordiv, mod, mul, or_, permute, reshape, sub, to_tensor,
+                                        where, xor_)
 
 
 def _halves(x2, t):
@@ -48,14 +49,28 @@ def _on_rows(x, dim, what, fn):
     order = [i for i in range(rank) if i != d] + [d]
     moved = permute(x, order) if d != rank - 1 else x
     shape, n = moved.shape, moved.shape[-1]
-    if n & (n - 1):
-        raise SemanticError(f"tl.{what} needs a power-of-two size along its dimension, got {n}")
-    out = reshape(fn(reshape(moved, [moved.numel // n, n])), shape)
+    res = fn(reshape(moved, [moved.numel // n, n]))
+    out = reshape(res, shape[:-1] + [res.shape[-1]])
     return permute(out, [order.index(i) for i in range(rank)]) if d != rank - 1 else out
+
+
+def _pow2(n: int) -> bool:
+    return n & (n - 1) == 0
+
+
+def _pick(rows, index):
+    """(B, n) rows -> (B, m): element ``index[j]`` of each row at ``j`` (``index``: (m,) or (B, m))."""
+    b, n = rows.shape
+    m = index.shape[-1]
+    idx = broadcast_to_shape(expand_dims(index, 0), [b, m]) if len(index.shape) == 1 else index
+    return gather(rows, idx, 1)
 
 
 def flip(x, dim=None) -> tensor:
     def rows_flipped(rows):                 # (B, n) -> each row reversed
+        if not _pow2(rows.shape[1]):        # any size: a gather of the reversed positions
+            n = rows.shape[1]
+            return _pick(rows, sub(n - 1, arange(0, n)))
         b, m = rows.shape[0], rows.shape[1] // 2
         if m == 0:
             return rows
@@ -68,7 +83,60 @@ def flip(x, dim=None) -> tensor:
 
 
 def sort(x, dim=None, descending=False) -> tensor:
-    return _on_rows(x, dim, "sort", lambda rows: _bitonic(rows, bool(tl._unwrap(descending))))
+    desc = bool(tl._unwrap(descending))
+    return _on_rows(x, dim, "sort", lambda rows: _bitonic(rows, desc) if _pow2(rows.shape[1])
+                    else _rank_sort(rows, desc))
+
+
+_ORDER_INT = {16: tl.int16, 32: tl.int32, 64: tl.int64}
+
+
+def _order_key(rows):
+    """Keys whose ``<`` is a total order consistent with the values' (floats by their bits: negatives
+    flipped, so -NaN < -inf < ... < -0.0 < 0.0 < ... < inf < NaN; booleans as int8)."""
+    dt = rows.dtype
+    if dt.is_bool():
+        return cast(rows, tl.int8)
+    if not dt.is_floating():
+        return rows
+    ity = _ORDER_INT[dt.primitive_bitwidth]
+    bits = cast(rows, ity, bitcast=True)
+    return where(compare(bits, 0, "lt"), xor_(bits, (1 << (dt.primitive_bitwidth - 1)) - 1), bits)
+
+
+def _rank_sort(rows, desc):
+    """Rows sorted by rank (any size): element i goes to position #{j: before(j, i)}, where j comes
+    before i when its key is smaller (larger, descending) or equal with j < i — a permutation, so
+    every value comes through exactly; (B, n, n) comparisons."""
+    b, n = rows.shape
+    key = _order_key(rows)
+    ki, kj = expand_dims(key, 2), expand_dims(key, 1)                      # (B, n, 1), (B, 1, n)
+    pos = arange(0, n)
+    earlier = compare(expand_dims(pos, 0), expand_dims(pos, 1), "lt")      # (n, n): j < i
+    before = or_(compare(kj, ki, "gt" if desc else "lt"), and_(compare(kj, ki, "eq"), earlier))
+    rank = reduce_sum(cast(before, tl.int32), 2)                           # (B, n)
+    at = compare(expand_dims(rank, 1), expand_dims(expand_dims(pos, 0), 2), "eq")   # (B, n_pos, n_i)
+    return select_sum(broadcast_to_shape(expand_dims(rows, 1), [b, n, n]), at, 2)
+
+
+def topk(x, k, dim=None) -> tensor:
+    """Triton's ``tl.topk``: the ``k`` largest elements along ``dim`` (the last for None), largest
+    first — the descending sort's first ``k``, taken by halving (exact)."""
+    k = tl._unwrap(k)
+
+    def first_k(rows):
+        b, n = rows.shape
+        if not isinstance(k, int) or not 1 <= k <= n:
+            raise SemanticError(f"tl.topk needs k from 1 to {n} (the size along dim), got {k!r}")
+        if not (_pow2(n) and _pow2(k)):
+            return _pick(_rank_sort(rows, True), arange(0, k))
+        rows = _bitonic(rows, True)
+        while n > k:
+            n //= 2
+            first, _ = _halves(rows, n)                  # the first half of each row, transposed
+            rows = permute(first, [1, 0])
+        return rows
+    return _on_rows(x, dim, "topk", first_k)
 
 
 def _bitonic(rows, desc):
@@ -108,8 +176,6 @@ def gather(src, index, axis) -> tensor:
     moved_src = permute(src, order) if d != rank - 1 else src
     moved_idx = permute(index, order) if d != rank - 1 else index
     n, m = moved_src.shape[-1], moved_idx.shape[-1]
-    if m & (m - 1):
-        raise SemanticError(f"tl.gather needs a power-of-two index size along axis {d}, got {m}")
     rows = moved_src.numel // n
     # (rows * m, n): every output element's source row, and whether each of its positions is the index
     # (rank 2 throughout: what the NPU's vector unit takes)
@@ -120,8 +186,12 @@ def gather(src, index, axis) -> tensor:
 
 
 def _repeat_rows(x, m):
-    """(R, n) -> (R * m, n), row q being x's row q // m (``m`` a power of two): columns of the
-    transpose interleaved with themselves, log2(m) times — exact and rank 2 throughout."""
+    """(R, n) -> (R * m, n), row q being x's row q // m: for ``m`` a power of two, columns of the
+    transpose interleaved with themselves, log2(m) times (exact and rank 2 throughout); else a
+    broadcast along a new middle axis."""
+    if m & (m - 1):
+        r, n = x.shape
+        return reshape(broadcast_to_shape(expand_dims(x, 1), [r, m, n]), [r * m, n])
     t = permute(x, [1, 0])
     while m > 1:
         t = interleave(t, t)

@@ -341,6 +341,8 @@ def logical_or(a, b):
 
 def _as_bool(x) -> tensor:
     x = to_tensor(x)
+    if x.dtype.is_ptr():       # Triton: ptr != 0; a kernel's pointers point into its arguments
+        return broadcast_to_shape(scalar_constant(True, tl.int1), x.shape)
     return x if x.dtype.is_bool() else compare(x, 0, "ne")
 
 
@@ -364,8 +366,24 @@ def invert(x) -> tensor:
     return _op("not", [x], x.ty)
 
 
+# Rounding functions of an integer are the integer (exact, same type).
+_INTEGER_IDENTITY = ("floor", "ceil", "trunc", "rint", "nearbyint", "round")
+
+
 def unary_math(name: str, x, allowed=("fp32", "fp64")) -> tensor:
+    """``name`` elementwise.  As triton-ascend accepts them (upstream Triton takes fp32/fp64 only):
+    fp16 and bf16 inputs are computed in fp32 and rounded once to their own type; integer inputs
+    are converted to fp32 (the result is fp32), except that rounding functions return them as
+    they are."""
     x = to_tensor(x)
+    if allowed == ("fp32", "fp64") and x.dtype.name in ("fp16", "bf16"):
+        return cast(_op(name, [cast(x, tl.float32)], T.with_elem(x.ty, T.f32)), x.dtype)
+    if allowed == ("fp32", "fp64") and x.dtype.is_int():
+        if name in _INTEGER_IDENTITY:
+            return x
+        return _op(name, [cast(x, tl.float32)], T.with_elem(x.ty, T.f32))
+    if allowed == ("fp32", "fp64") and x.dtype.name not in allowed:
+        raise SemanticError(f"tl.{name} takes floating-point or integer values, got {x.dtype}")
     if allowed is not None and x.dtype.name not in allowed:
         raise SemanticError(f"tl.{name} expects dtype {list(allowed)} but got {x.dtype}; "
                             f"cast first, e.g. x.to(tl.float32)")
@@ -479,6 +497,13 @@ def _power_of_two(n: int) -> bool:
     return n > 0 and n & (n - 1) == 0
 
 
+def strict_triton() -> bool:
+    """Whether block extents must be powers of two, as upstream Triton requires
+    (``TRITONPU_STRICT_TRITON=1``); by default any positive extent is accepted, as triton-ascend does."""
+    import os
+    return os.environ.get("TRITONPU_STRICT_TRITON", "0") not in ("0", "", "false", "no")
+
+
 def arange(start, end) -> tensor:
     start, end = tl._unwrap(start), tl._unwrap(end)
     if not isinstance(start, int) or not isinstance(end, int) or isinstance(start, bool):
@@ -486,8 +511,9 @@ def arange(start, end) -> tensor:
                             f"{type(start).__name__} and {type(end).__name__}")
     if end <= start:
         raise SemanticError(f"tl.arange's end must be greater than its start; got ({start}, {end})")
-    if not _power_of_two(end - start):
-        raise SemanticError(f"tl.arange needs constexpr bounds whose range is a power of 2; got {end - start}")
+    if strict_triton() and not _power_of_two(end - start):
+        raise SemanticError(f"tl.arange needs constexpr bounds whose range is a power of 2; got {end - start} "
+                            "(TRITONPU_STRICT_TRITON is set)")
     if start < -2**31 or end > 2**31:
         raise SemanticError("tl.arange bounds must fit in int32")
     return _op("arange", [], T.block(T.i32, [end - start]), start=start, end=end)
@@ -502,8 +528,9 @@ def check_shape(shape) -> list[int]:
         d = tl._unwrap(d)
         if not isinstance(d, int):
             raise SemanticError(f"shape dimensions must be constexpr ints, got {d!r}")
-        if not _power_of_two(d):
-            raise SemanticError(f"shape dimensions must be powers of 2, got {list(shape)}")
+        if d < 1 or strict_triton() and not _power_of_two(d):
+            raise SemanticError(f"shape dimensions must be {'powers of 2' if strict_triton() else 'positive'}, "
+                                f"got {list(shape)}")
         out.append(d)
     return out
 

@@ -8,6 +8,7 @@ does not wrap around), or, with ``wrap_as_data``, an index vector.
 """
 from __future__ import annotations
 
+from tritonpu.dtypes import convert
 from tritonpu.ir import Op
 from tritonpu.ir import types as T
 
@@ -391,9 +392,8 @@ def uniform_other(v):
     if op is not None and op.name == "splat":
         return op.operands[0]
     if op is not None and op.name == "cast" and const_of(op.operands[0]) is not None:
-        k = const_of(op.operands[0])
         ty = op.result.type.scalar
-        value = float(k) if ty.is_float else int(k)
+        value = convert(const_of(op.operands[0]), op.operands[0].type.scalar.kind, ty.kind).item()
         return Op("constant", [], [ty], {"value": value}, loc=op.loc)
     if op is not None and op.name == "constant" and op.result.type.is_block:
         o = Op("constant", [], [op.result.type.scalar], {"value": op.attrs["value"]}, loc=op.loc)

@@ -11,7 +11,7 @@ import math
 
 import numpy as np
 
-from tritonpu.dtypes import float_to_int, fma, maxnum, minnum, quiet_nans
+from tritonpu.dtypes import convert, fma, maxnum, minnum, quiet_nans
 from tritonpu.errors import ExecutionError
 from tritonpu.ir import Function, Op, Region
 from tritonpu.ir import types as T
@@ -80,13 +80,7 @@ def _binary(fn_float, fn_int=None, fn_bool=None):
 
 def _cast(op, x):
     ty = op.results[0].type
-    dst = ty.scalar
-    if dst.is_bool:
-        return _arr(x != 0, ty)
-    src = op.operands[0].type.scalar
-    if dst.is_int and src.is_float:
-        return _arr(float_to_int(x, dst.np), ty)
-    return _arr(np.asarray(x).astype(dst.np), ty)
+    return _arr(convert(x, op.operands[0].type.scalar.kind, ty.scalar.kind), ty)
 
 
 def _bitcast(op, x):

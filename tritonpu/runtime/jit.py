@@ -153,6 +153,20 @@ def arg_type(name: str, value) -> T.Type:
     return T.PointerType(T.scalar(kind.name))
 
 
+def _is_host_descriptor(value) -> bool:
+    from tritonpu.tools.tensor_descriptor import TensorDescriptor
+    return isinstance(value, TensorDescriptor)
+
+
+def _descriptor_param(name, desc):
+    """The specialization of a host TensorDescriptor argument (see language/descriptor.py)."""
+    from tritonpu.language.descriptor import host_descriptor_param
+    base = arg_type(f"{name}.base", desc.base)
+    return host_descriptor_param(base, [arg_type(f"{name}.shape", v) for v in desc.shape],
+                                 [arg_type(f"{name}.strides", v) for v in desc.strides[:-1]], desc.block_shape,
+                                 desc.padding)
+
+
 def _is_one(value) -> bool:
     """An integer argument equal to 1, which Triton compiles as the constant 1."""
     return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_)) and value == 1
@@ -244,6 +258,10 @@ class JITFunction:
             value = tl._unwrap(value)
             if name in self.constexpr_names or value is None:
                 params.append((name, tl.constexpr(value)))
+            elif _is_host_descriptor(value):
+                spec = _descriptor_param(name, value)
+                params.append((name, spec))
+                runtime += [value.base] + list(value.shape) + list(value.strides[:-1])
             elif _is_one(value) and name not in self.do_not_specialize:
                 params.append((name, tl.constexpr(1)))
             else:

@@ -1,0 +1,1 @@
+"""Host-side helpers with Triton's names (``triton.tools``)."""
