@@ -77,3 +77,18 @@ def test_transfers_within_their_memories_still_run():
             "    mov.ub.gm y[0], ub[0], 1, 2048, 0, 0\n")
     assemble(text).run({"x": x, "y": y})
     np.testing.assert_array_equal(y, np.tile(x, 8))
+
+
+def test_a_float_register_as_a_scalar_atomic_address_is_an_npu_error():
+    """`satomic.add` at a GM offset held in a float register: a TypeError slicing GM before."""
+    text = ".gm x i32 [16]\n    mov s1, 4.0\n    satomic.add.i32 s2, x[s1], 1\n"
+    with pytest.raises(NpuError, match=re.escape("address is 4.0")):
+        assemble(text).run({})
+
+
+def test_a_vector_operand_larger_than_its_memory_is_refused():
+    """A zero column stride let a 2^40-element operand pass the bounds check (it spans one
+    element), then numpy refused the view ("Maximum allowed dimension exceeded")."""
+    text = ".gm x f32 [16]\n    vadd.f32 ub[0, 0, 0], ub[0, 0, 0], ub[0, 0, 0], 1099511627776, rows=1099511627776\n"
+    with pytest.raises(NpuError, match="more than UB holds"):
+        assemble(text).run({})

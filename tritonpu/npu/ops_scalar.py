@@ -19,7 +19,7 @@ from tritonpu.isa import PIPES
 from . import cycles
 from .errors import AssertError, DeadlockError, FlagError, LaunchError, MisalignedError
 from .registry import family
-from .state import PIPE_INDEX, S, getter, npdt, opt_getter
+from .state import PIPE_INDEX, S, check_whole, getter, npdt, opt_getter
 
 _M64 = (1 << 64) - 1
 _BF16 = npdt("bf16")
@@ -199,6 +199,9 @@ def _sgrid(st, inst, prog):
     return run
 
 
+_WHOLE = (int, np.integer)
+
+
 def _scalar_mem(st, inst, mem, dt):
     """(typed array, element getter/checker) for a scalar access to ``mem`` of dtype ``dt``."""
     eb = dt.itemsize
@@ -217,6 +220,8 @@ def _scalar_mem(st, inst, mem, dt):
 
         def index(write):
             a = addr_g()
+            if not isinstance(a, _WHOLE):
+                check_whole(inst, address=a)
             if st.sanitize and a % eb:
                 raise MisalignedError(f"scalar {dt} access {mem.param}[{a:#x}] is not {eb}-byte "
                                       "aligned", inst=inst, addrs={mem.param: a})
@@ -229,6 +234,8 @@ def _scalar_mem(st, inst, mem, dt):
 
     def index(write):
         a = addr_g()
+        if not isinstance(a, _WHOLE):
+            check_whole(inst, address=a)
         if st.sanitize and a % eb:
             raise MisalignedError(f"scalar {dt} access {mem.space}[{a:#x}] is not {eb}-byte "
                                   "aligned", inst=inst, addrs={mem.space: a})

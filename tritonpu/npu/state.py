@@ -256,6 +256,7 @@ def vec_operand(st, inst, mem, dt, pipe, write, default_rs=None):
     cs_g = getter(mem.strides[1], R) if len(mem.strides) > 1 else None
     race = st.race
     cache = {}
+    cap = st.m.capacity[space]
 
     def get(rows, cols):
         addr = addr_g()
@@ -273,6 +274,9 @@ def vec_operand(st, inst, mem, dt, pipe, write, default_rs=None):
                 hi = addr + ((rows - 1) * rs + (cols - 1) * cs + 1) * eb
                 st.check_onchip(space, addr, hi, inst)
                 st.check_align(space, addr, inst)
+                if rows * cols * eb > cap:   # more than the memory holds: only zero strides allow it
+                    raise OutOfBoundsError(f"{rows} x {cols} elements of {dt} ({rows * cols * eb} bytes) in "
+                                           f"{mem}: more than {space.upper()} holds ({cap} bytes)", inst=inst)
                 v = np.ndarray((rows, cols), dt, buffer=buf, offset=addr, strides=(rs * eb, cs * eb))
                 hit = (v, addr, hi)
             if len(cache) > 64:
