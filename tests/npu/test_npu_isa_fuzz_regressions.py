@@ -92,3 +92,13 @@ def test_a_vector_operand_larger_than_its_memory_is_refused():
     text = ".gm x f32 [16]\n    vadd.f32 ub[0, 0, 0], ub[0, 0, 0], ub[0, 0, 0], 1099511627776, rows=1099511627776\n"
     with pytest.raises(NpuError, match="more than UB holds"):
         assemble(text).run({})
+
+
+def test_the_stride_of_a_single_row_is_ignored():
+    """A row stride of 2^63 - 1 on a one-row operand made numpy refuse the view (a ValueError);
+    the stride of a dimension of one element is never used."""
+    text = (".gm y f32 [32]\n    vdup.f32 ub[0], 2.0, 32\n"
+            "    vadd.f32 ub[256], ub[0, 9223372036854775807, 1], ub[0], 32\n"
+            "    set_flag V, MTE3, 0\n    wait_flag V, MTE3, 0\n    mov.ub.gm y[0], ub[256], 1, 128, 0, 0\n")
+    stats = assemble(text).run({})
+    np.testing.assert_array_equal(stats.gm["y"], np.full(32, 4.0, np.float32))

@@ -277,7 +277,9 @@ def vec_operand(st, inst, mem, dt, pipe, write, default_rs=None):
                 if rows * cols * eb > cap:   # more than the memory holds: only zero strides allow it
                     raise OutOfBoundsError(f"{rows} x {cols} elements of {dt} ({rows * cols * eb} bytes) in "
                                            f"{mem}: more than {space.upper()} holds ({cap} bytes)", inst=inst)
-                v = np.ndarray((rows, cols), dt, buffer=buf, offset=addr, strides=(rs * eb, cs * eb))
+                # (a stride along a dimension of one element is never used: 0, numpy refuses huge ones)
+                v = np.ndarray((rows, cols), dt, buffer=buf, offset=addr,
+                               strides=(rs * eb if rows > 1 else 0, cs * eb if cols > 1 else 0))
                 hit = (v, addr, hi)
             if len(cache) > 64:
                 cache.clear()
