@@ -118,6 +118,32 @@ class Stats:
         return (f"{self.kernel}: {self.cycles} cycles, roofline {self.roofline_cycles:.1f} "
                 f"({self.roofline_bound}), efficiency {100 * self.efficiency:.1f}%")
 
+    # ---- tritonpu.profile (delegating) -----------------------------------------------------------
+    def source_profile(self):
+        """Per kernel source line: cycles per pipe, bytes per path, stalls caused (trace=True)."""
+        from tritonpu.profile.source import SourceProfile
+        return SourceProfile(self)
+
+    def advice(self):
+        """The bottleneck report: bound pipe, overlap, core balance, reads, stalls, what to try."""
+        from tritonpu.profile.advice import Advice
+        return Advice(self)
+
+    def write_html(self, path) -> None:
+        """One self-contained HTML report: timeline, source profile, roofline, advice."""
+        from tritonpu.profile.html import write_html
+        write_html(self, path)
+
+    def plot_timeline(self, path, **kw) -> None:
+        """A PNG timeline of every pipe of the cores (needs matplotlib: tritonpu[plot])."""
+        from tritonpu.profile.plot import plot_timeline
+        plot_timeline(self, path, **kw)
+
+    def write_csv(self, directory) -> list:
+        """msprof-style CSV files (pipe utilisation per core, memory traffic); returns the paths."""
+        from tritonpu.profile.csvs import write_csv
+        return write_csv(self, directory)
+
     # ---- trace ----------------------------------------------------------------------------------
     @property
     def trace_events(self) -> list:

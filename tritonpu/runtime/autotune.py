@@ -5,7 +5,8 @@ cycles.  The first launch for a new value of the ``key`` arguments runs every co
 ``prune_configs_by``) on copies of the array arguments — the caller's arrays see only the final
 run — skips configs that do not compile (a block too big for the chip), keeps the one with the
 fewest cycles in ``best_config`` (all figures in ``configs_timings``) and reuses it for that key.
-On the ``ref`` and ``cpu`` backends, which have no cycle model, the first config runs.
+On the ``ref`` and ``cpu`` backends, which have no cycle model, the first config runs.  A sweep
+shows a tqdm progress bar on a terminal (the ``progress`` extra; silent otherwise).
 """
 from __future__ import annotations
 
@@ -106,8 +107,9 @@ class Autotuner(_Wrapped):
         backend = kwargs.get("backend") or os.environ.get("TRITONPU_BACKEND") or DEFAULT_BACKEND
         if len(configs) == 1 or backend != "npu":
             return configs[0]
+        from tritonpu.profile.progress import bar
         timings, first_error = {}, None
-        for config in configs:
+        for config in bar(configs, total=len(configs), desc=f"autotune {self.__name__}"):
             trial = [_trial_copy(a) for a in args]
             trial_kwargs = {k: _trial_copy(v) for k, v in kwargs.items()}
             for name in self.reset_to_zero:

@@ -8,8 +8,9 @@ after another — found by calling ``fn`` twice (the first call compiles and aut
 dependent on the host's load: a deterministic simulation has nothing to repeat. When ``fn``
 launches nothing on the NPU (another backend, or plain numpy), it is wall-clock time, as Triton
 measures: ``warmup`` ms of calls, then calls for about ``rep`` ms. ``perf_report`` /
-``Benchmark`` run a function over a grid of arguments and print or save the table (CSV); plots
-are left to the caller (no plotting library is a dependency).
+``Benchmark`` run a function over a grid of arguments and print or save the table (CSV); with
+``save_path`` and matplotlib installed (``tritonpu[plot]``), also a PNG plot per table, as
+Triton's does (without matplotlib: the CSV only).
 """
 from __future__ import annotations
 
@@ -111,7 +112,8 @@ class Mark:
 
     def run(self, show_plots=False, print_data=False, save_path="", return_df=False, **kwargs):
         """Run every benchmark; print its table (``print_data``), write ``<plot_name>.csv`` under
-        ``save_path``; with ``return_df`` return the tables (pandas DataFrames when pandas is
+        ``save_path``, and ``<plot_name>.png`` beside it when matplotlib is installed (the ``plot``
+        extra), as Triton does; with ``return_df`` return the tables (pandas DataFrames when pandas is
         installed, else (header, rows) pairs). ``show_plots`` is accepted and ignored."""
         benches = self.benchmarks if isinstance(self.benchmarks, (list, tuple)) else [self.benchmarks]
         out = []
@@ -124,10 +126,19 @@ class Mark:
                 path = Path(save_path) / f"{bench.plot_name}.csv"
                 path.parent.mkdir(parents=True, exist_ok=True)
                 path.write_text("\n".join(",".join(_cell(v) for v in r) for r in [header] + rows) + "\n")
+                _save_png(bench, header, rows, Path(save_path) / f"{bench.plot_name}.png")
             out.append(_frame(header, rows))
         if return_df:
             return out[0] if len(out) == 1 else out
         return None
+
+
+def _save_png(bench, header, rows, path) -> None:
+    try:
+        from tritonpu.profile.plot import save_perf_report
+        save_perf_report(bench, header, rows, path)
+    except ImportError:             # no matplotlib: the CSV is the report (tritonpu[plot] adds the PNG)
+        pass
 
 
 def perf_report(benchmarks):

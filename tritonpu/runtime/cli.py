@@ -24,8 +24,17 @@ def add_run_command(sub) -> None:
                    help="print the IR after the named NPU compiler passes (comma-separated) or 'all' "
                         "(passes: " + ", ".join(_npu_passes()) + ")")
     p.add_argument("--emit-isa", action="store_true", help="print the NPU assembly of each kernel (once per kernel)")
-    p.add_argument("--profile", action="store_true",
-                   help="print the virtual NPU's profile of every launch: cycles, pipes, bytes, roofline")
+    p.add_argument("--profile", nargs="?", const="pipes", default=None, choices=["pipes", "source", "all"],
+                   help="print the virtual NPU's profile of every launch: cycles, pipes, bytes, roofline and "
+                        "the bottleneck report (--profile); --profile=source: the source-line profile "
+                        "instead; --profile=all: both")
+    p.add_argument("--report", metavar="OUT.html",
+                   help="write a self-contained HTML report of each NPU launch (timeline, source profile, "
+                        "roofline, bottleneck report); further launches go to OUT-2.html, OUT-3.html, ...")
+    p.add_argument("--timeline", metavar="OUT.png",
+                   help="write a PNG timeline of each NPU launch (needs matplotlib: tritonpu[plot])")
+    p.add_argument("--csv", metavar="DIR",
+                   help="write msprof-style CSVs of each NPU launch under DIR (DIR/1, DIR/2, ... per launch)")
     p.add_argument("--no-double-buffer", action="store_true",
                    help="compile NPU kernels without double buffering (to compare cycles; sets "
                         "TRITONPU_DOUBLE_BUFFER=0)")
@@ -70,10 +79,40 @@ def _launch_printer(args):
         if first and args.emit_isa and kernel.asm.get("isa"):
             print(f"// ---- {kernel.name}: isa ----")
             print(kernel.asm["isa"], end="", flush=True)
-        if args.profile and handle.stats is not None and hasattr(handle.stats, "profile_table"):
+        stats = handle.stats
+        if stats is None or not hasattr(stats, "profile_table"):
+            return
+        launches[0] += 1
+        n = launches[0]
+        if args.profile in ("pipes", "all"):
             print(f"// ---- {kernel.name}: profile, grid {handle.grid} ----")
-            print(handle.stats.profile_table(), flush=True)
+            print(stats.profile_table(), flush=True)
+            print(stats.advice(), flush=True)
+        if args.profile in ("source", "all"):
+            print(f"// ---- {kernel.name}: source profile, grid {handle.grid} ----")
+            print(stats.source_profile(), flush=True)
+        if getattr(args, "report", None):
+            path = _numbered(args.report, n)
+            stats.write_html(path)
+            print(f"// {kernel.name}: report written to {path}", flush=True)
+        if getattr(args, "timeline", None):
+            path = _numbered(args.timeline, n)
+            stats.plot_timeline(path)
+            print(f"// {kernel.name}: timeline written to {path}", flush=True)
+        if getattr(args, "csv", None):
+            d = os.path.join(args.csv, str(n))
+            stats.write_csv(d)
+            print(f"// {kernel.name}: CSVs written to {d}", flush=True)
+    launches = [0]
     return on_launch
+
+
+def _numbered(path: str, n: int) -> str:
+    """``out.html`` for the first launch, ``out-2.html``, ``out-3.html``, ... for the next ones."""
+    if n == 1:
+        return path
+    root, ext = os.path.splitext(path)
+    return f"{root}-{n}{ext}"
 
 
 def run_command(args) -> int:
@@ -88,6 +127,16 @@ def run_command(args) -> int:
             print(f"tritonpu run: --print-ir-after: unknown pass {unknown[0]!r}; passes: "
                   f"{', '.join(_npu_passes())}", file=sys.stderr)
             return 2
+    if args.timeline:
+        from tritonpu.profile.plot import pyplot
+        try:
+            pyplot()
+        except ImportError as e:
+            print(f"tritonpu run: --timeline: {e}", file=sys.stderr)
+            return 2
+    saved_trace = os.environ.get("TRITONPU_TRACE")
+    if args.profile in ("source", "all") or args.report or args.timeline or args.csv:
+        os.environ["TRITONPU_TRACE"] = "1"          # the launches record their timelines
     if args.no_sanitize:
         os.environ["TRITONPU_SANITIZE"] = "0"
     if args.no_double_buffer:
@@ -109,6 +158,10 @@ def run_command(args) -> int:
     except SystemExit as e:
         return e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
     finally:
+        if saved_trace is None:
+            os.environ.pop("TRITONPU_TRACE", None)
+        else:
+            os.environ["TRITONPU_TRACE"] = saved_trace
         sys.argv = saved_argv
         hooks.remove_listener(listener)
         hooks.remove_launch_listener(launch_listener)

@@ -314,6 +314,8 @@ class JITFunction:
     def _run(self, args, kwargs, grid, warmup) -> LaunchHandle:
         bound, options = self.bind(args, kwargs)
         options, notes = launch_options.resolve(options)
+        if "trace" not in options and os.environ.get("TRITONPU_TRACE", "0") not in ("", "0"):
+            options["trace"] = True         # `tritonpu run --profile=source/--report/...` asks for timelines
         params, runtime = self.specialize(bound)
         kernel = self.compile(params, options)
         grid = _normalize_grid(grid, {**bound, **options})

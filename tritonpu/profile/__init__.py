@@ -1,0 +1,10 @@
+"""The profile a user can see and act on, built from a traced launch's ``Stats``.
+
+One module per concept: :mod:`.record` (per-instruction records made while a traced launch
+runs), :mod:`.model` (the trace as data: per line, per core, who stalled whom),
+:mod:`.source` (the source-line profile), :mod:`.advice` (the bottleneck report),
+:mod:`.html` (the self-contained HTML report), :mod:`.plot` (matplotlib timeline, the ``plot``
+extra), :mod:`.csvs` (msprof-style CSV files) and :mod:`.progress` (tqdm bars, the ``progress``
+extra).  ``Stats`` delegates to them: ``source_profile()``, ``advice()``, ``write_html()``,
+``plot_timeline()``, ``write_csv()``.
+"""
