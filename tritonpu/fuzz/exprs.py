@@ -265,8 +265,9 @@ class ExprGen:
         code = a.code
         if is_float(a.dt):
             # a NaN's sign and payload are unspecified (0/0 folded at compile time or computed at
-            # run time differ): bitcasting one would expose them, so NaNs become 0 first
-            code = f"tl.where({code} != {code}, 0.0, {code})"
+            # run time differ), and so is the sign of a zero out of max/min: bitcasting would
+            # expose them, so NaNs and zeros become +0 first
+            code = f"tl.where(({code} != {code}) | ({code} == 0), 0.0, {code})"
         return E(f"{code}.to({TLNAME[d]}, bitcast=True)", d, a.shape)
 
     def unary(self, shape, depth, allow_approx):
