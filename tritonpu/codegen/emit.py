@@ -36,6 +36,7 @@ from tritonpu.errors import CompilationError
 from tritonpu.isa.machines import machine as get_machine
 
 NUM_REGS = 64
+SPILL_RESERVE = 6          # registers kept free for temporaries once values start to spill
 RESERVED = re.compile(r"^(s\d+|ub|l1|l0a|l0b|l0c|all|S|V|M|FIX|MTE[123])$")
 
 
@@ -52,6 +53,7 @@ class Emitter(ScalarEmitter, VectorEmitter, MemoryEmitter, CubeEmitter):
         self.reg_owner: dict = {}       # register -> group
         self.free_regs = [f"s{i}" for i in range(NUM_REGS - 1, -1, -1)]
         self.temp_regs: list = []
+        self.pending_spills: list = []
         self.ub_cap = self.m.capacity["ub"]
         self.scratch_base = self.scratch_top = self.scratch_high = int(fn.attrs.get("ub_peak", 0))
         self.notes: list[str] = []
@@ -97,6 +99,7 @@ class Emitter(ScalarEmitter, VectorEmitter, MemoryEmitter, CubeEmitter):
             if fn is None:
                 self.fail(f"'{op.name}' is not supported on the NPU backend yet")
             fn(op)
+            self.flush_spills()
             self._track_pointer(op)
             for r in self.temp_regs:
                 self.free_regs.append(r)
@@ -255,9 +258,32 @@ class Emitter(ScalarEmitter, VectorEmitter, MemoryEmitter, CubeEmitter):
         return t
 
     def out_reg(self, v) -> Reg:
+        """The register an op writes its scalar result ``v`` to.  When registers run short (fewer
+        than ``SPILL_RESERVE`` free) a value of its own group — not loop-carried, not an if's
+        result — is spilled instead: the op writes a temporary register, ``sst`` stores it to a UB
+        slot after the op, and its uses read it back with ``sld`` (see ``scalar``)."""
+        g = self.an.group_of[id(v)]
+        if len(self.free_regs) < SPILL_RESERVE and g.values == [v] and \
+                not any(owner is g for owner in self.reg_owner.values()):
+            r = self.temp_reg()
+            at = self.spill_slot(elem_bytes(v.type))
+            self.pending_spills.append((v, r, Tile.dense(at, asm_type(v.type), (), elem_bytes(v.type))))
+            self.define(v, r)
+            return r
         r = self.new_reg(v)
         self.define(v, r)
         return r
+
+    def spill_slot(self, nbytes: int) -> int:
+        """A UB slot for a spilled scalar, for the rest of the kernel (taken from the top of UB)."""
+        return self.reserve_ub(nbytes)
+
+    def flush_spills(self) -> None:
+        """Store the results spilled during the op just emitted; from here on they live in UB."""
+        for v, r, t in self.pending_spills:
+            self.emit(f"sst.{t.dtype} ub[{t.addr}], {r}", "S", writes=[Access("ub", t.addr, t.addr + t.esize)])
+            self.define(v, t)
+        self.pending_spills = []
 
     def scalar(self, v):
         """v as a scalar-unit operand (Imm or Reg); a UB-resident scalar is loaded (``sld``)."""

@@ -199,13 +199,13 @@ class CubeEmitter:
         M, N = c.shape
         self._mmad(c, c.dtype, asm_type(dot.operands[0].type), M, 0, N, _ceil_to(N, 16), init=1)
 
-    def store_l0c(self, c: Tile, out_dtype: str, param: str, base, rows, cols, row_bytes) -> None:
+    def store_l0c(self, c: Tile, out_dtype: str, param: str, base, rows, cols, row_bytes, mode="") -> None:
         """FIX: ``rows`` x ``cols`` of L0C (rows padded to 16) straight to GM at ``param[base]``,
-        rows ``row_bytes`` apart, converting to ``out_dtype``."""
+        rows ``row_bytes`` apart, converting to ``out_dtype`` (``mode``: ``, atomic=add``: added into GM)."""
         M, N = c.shape
         np_ = _ceil_to(N, 16)
         self.emit(f"mov.l0c.gm.{out_dtype}.{c.dtype} {param}[{base}], l0c[{c.addr}], {rows}, "
-                  f"{self.mul_imm(cols, 4)}, {np_ * 4}, {row_bytes}", "FIX",
+                  f"{self.mul_imm(cols, 4)}, {np_ * 4}, {row_bytes}{mode}", "FIX",
                   [Access("l0c", c.addr, c.addr + M * np_ * 4)], [Access.gm(param)])
 
     def drain_l0c(self, c: Tile, dst: Tile, scale=None) -> None:

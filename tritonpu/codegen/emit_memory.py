@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from tritonpu.codegen.asmlist import Access, Instr, Loop, While
 from tritonpu.codegen.values import Imm, Tile, asm_type
+from tritonpu.passes.memory_analysis import ATOMIC_TRANSFER_KINDS, ATOMIC_TRANSFER_TYPES
 
 ZEROS = "__zeros"       # a GM parameter of zero bytes the launch provides (pad rows of L1 tiles)
 
@@ -213,17 +214,19 @@ class MemoryEmitter:
         src = self.as_tile(val_v)
         S = [self.scalar(v) for v in strides] or [Imm(1)]
         V = [self.scalar(v) for v in valids] or [Imm(1)]
+        mode = f", atomic={op.attrs['atomic']}" if op.attrs.get("atomic") else ""
         if src.space == "l0c":      # a cube accumulator: FIX converts and writes it to GM itself
             # (GM rows are strided in the stored type, which FIX converts to)
-            self.store_l0c(src, asm_type(ty), param, base, V[0], V[1], self.mul_imm(S[0], self.esize_of(ty)))
+            self.store_l0c(src, asm_type(ty), param, base, V[0], V[1], self.mul_imm(S[0], self.esize_of(ty)), mode)
             return
         if r == 3:
-            self.slices(self.dense(src), base, S, V, lambda t, g, s, v: self.store_2d(t, param, g, s, v), load=False)
+            self.slices(self.dense(src), base, S, V, lambda t, g, s, v: self.store_2d(t, param, g, s, v, mode),
+                        load=False)
             return
-        self.store_2d(src, param, base, S, V)
+        self.store_2d(src, param, base, S, V, mode)
 
-    def store_2d(self, src, param, base, S, V) -> None:
-        """A rank-0..2 tile to GM ``param[base]``."""
+    def store_2d(self, src, param, base, S, V, mode="") -> None:
+        """A rank-0..2 tile to GM ``param[base]`` (``mode``: ``, atomic=add`` and so on, or empty)."""
         r = len(src.shape)
         shape = src.shape or (1,)
         es = src.esize
@@ -236,14 +239,15 @@ class MemoryEmitter:
             src = self.dense(src)
             reads = [self.acc(src)]
             self.emit(f"mov.ub.gm.{src.dtype} {param}[{base}], ub[{src.addr}], {rows_valid}, "
-                      f"{self.mul_imm(cols_valid, es)}, {cols * es}, {self.mul_imm(s_row, es)}", "MTE3", reads, writes)
+                      f"{self.mul_imm(cols_valid, es)}, {cols * es}, {self.mul_imm(s_row, es)}{mode}", "MTE3", reads,
+                      writes)
             return
         if r == 2 and self.const(s_row, 1):
             # column-major in GM: store the transpose, one segment per column
             t = Tile.dense(self.scratch(src.numel * es), src.dtype, (cols, rows), es)
             self.copy_tile(t, src.with_(shape=(cols, rows), strides=(src.strides[1], src.strides[0])))
             self.emit(f"mov.ub.gm.{src.dtype} {param}[{base}], ub[{t.addr}], {cols_valid}, "
-                      f"{self.mul_imm(rows_valid, es)}, {rows * es}, {self.mul_imm(s_col, es)}", "MTE3",
+                      f"{self.mul_imm(rows_valid, es)}, {rows * es}, {self.mul_imm(s_col, es)}{mode}", "MTE3",
                       [self.acc(t)], writes)
             return
         src = self.dense(src)
@@ -251,10 +255,10 @@ class MemoryEmitter:
         dst_stride = self.mul_imm(s_col, es)
         if r <= 1:
             self.emit(f"mov.ub.gm.{src.dtype} {param}[{base}], ub[{src.addr}], {cols_valid}, {es}, {es}, "
-                      f"{dst_stride}", "MTE3", reads, writes)
+                      f"{dst_stride}{mode}", "MTE3", reads, writes)
             return
         self.row_loop(rows_valid, lambda i, g, u: self.emit(
-            f"mov.ub.gm.{src.dtype} {param}[{g}], ub[{u}+{src.addr}], {cols_valid}, {es}, {es}, {dst_stride}",
+            f"mov.ub.gm.{src.dtype} {param}[{g}], ub[{u}+{src.addr}], {cols_valid}, {es}, {es}, {dst_stride}{mode}",
             "MTE3", reads, writes), base, self.mul_imm(s_row, es), cols * es)
 
     # ---- indexed rows --------------------------------------------------------------------------------
@@ -325,6 +329,8 @@ class MemoryEmitter:
             m = self.dense(self.as_tile(mask))
             extra += f", mask=ub[{m.addr}]"
             reads.append(self.acc(m))
+        if op.attrs.get("atomic"):
+            extra += f", atomic={op.attrs['atomic']}"
         self.emit(f"scatter.ub.gm.{src.dtype} {param}[{base}], ub[{src.addr}], ub[{idx.addr}], {rows}, "
                   f"{self.mul_imm(self.scalar(valid), src.esize)}, {src.esize}, {cols * src.esize}{extra}", "MTE3",
                   reads, [Access.gm(param)])
@@ -439,6 +445,22 @@ class MemoryEmitter:
                 return
             self.guarded(self.scalar(mask_v) if mask_v is not None else Imm(1), lambda: self.emit(
                 fmt(d, f"{param}[{off}]", vals).format(T=T), "S", [Access.gm(param)], [Access.gm(param)]))
+            return
+        if cas_kind is None and op.name == "atomic_rmw" and op.attrs["op"] in ATOMIC_TRANSFER_KINDS and \
+                T in ATOMIC_TRANSFER_TYPES and not self.an.users.get(id(op.result)):
+            # nobody reads the old values: one atomic segment per element (a scatter in atomic mode)
+            src = self.dense(self.as_tile(vals_v[0]))
+            if src.shape != tuple(ptr.type.shape):
+                full = Tile.dense(self.scratch(ptr.type.numel * src.esize), src.dtype, tuple(ptr.type.shape), src.esize)
+                self.copy_tile(full, src)
+                src = full
+            param, offs, m = self._elementwise_args(ptr, mask_v)
+            extra = ", idx=i64" + (f", mask=ub[{m.addr}]" if m is not None else "") + f", atomic={op.attrs['op']}"
+            reads = [self.acc(src), self.acc(offs)] + ([self.acc(m)] if m is not None else [])
+            self.emit(f"scatter.ub.gm.{T} {param}[0], ub[{src.addr}], ub[{offs.addr}], {src.numel}, {src.esize}, 1, "
+                      f"{src.esize}{extra}", "MTE3", reads, [Access.gm(param)],
+                      comment="element-by-element atomic: address or mask not in the structured form")
+            self.notes.append(f"{op.loc}: {op.name} of {ptr.type} moves one element per atomic segment")
             return
         # a tile of atomics: one scalar atomic per element, in element order
         dst = self.out_tile(op.result)

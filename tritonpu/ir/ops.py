@@ -117,8 +117,9 @@ def _rows() -> list[OpDef]:
         OpDef("load_tile", "load_tile", (3, None), 1, effects=True, npu_only=True,
               doc="load_tile(ptr, strides.., valids..[, other]): element [i0, i1..] = ptr[sum(i_d * stride_d)] "
                   "where every i_d < valid_d, else other (0 if absent); strides and valids are scalars, one per dim"),
-        OpDef("store_tile", "store_tile", (4, None), 0, effects=True, npu_only=True,
-              doc="store_tile(ptr, strides.., valids.., value): writes the elements with every i_d < valid_d"),
+        OpDef("store_tile", "store_tile", (4, None), 0, optional_attrs=("atomic",), effects=True, npu_only=True,
+              doc="store_tile(ptr, strides.., valids.., value): writes the elements with every i_d < valid_d "
+                  "(atomic = add|max|min: combines them into memory instead)"),
         OpDef("gather_rows", "gather_rows", (3, 5), 1, effects=True, npu_only=True,
               doc="gather_rows(ptr, row_offsets, valid_cols[, row_mask[, other]]) -> RxC: row i is the C "
                   "elements at ptr + row_offsets[i]; columns >= valid_cols and masked-off rows are other (0)"),
@@ -126,9 +127,10 @@ def _rows() -> list[OpDef]:
               doc="gather_cols(ptr, col_offsets, row_stride, valid_rows[, col_mask[, other]]) -> RxC: element "
                   "[i, j] is ptr[col_offsets[j] + i * row_stride]; rows >= valid_rows and masked-off columns "
                   "are other (0)"),
-        OpDef("scatter_rows", "scatter_rows", (4, 5), 0, effects=True, npu_only=True,
+        OpDef("scatter_rows", "scatter_rows", (4, 5), 0, optional_attrs=("atomic",), effects=True, npu_only=True,
               doc="scatter_rows(ptr, row_offsets, valid_cols, value[, row_mask]): row i of value to "
-                  "ptr + row_offsets[i], its first valid_cols elements, rows where row_mask"),
+                  "ptr + row_offsets[i], its first valid_cols elements, rows where row_mask (atomic = "
+                  "add|max|min: combined into memory)"),
         OpDef("for", "for", (3, None), None, regions=1, optional_attrs=("double_buffer", "stagger"),
               doc="for iv in range(lb, ub, step) carrying iter values; region args (iv, iters...)"),
         OpDef("if", "if", (1, 1), None, regions=2, doc="if cond: then-region else else-region; both yield the results"),

@@ -229,12 +229,13 @@ _DONE = object()
 
 def _interleavable(prog) -> bool:
     """Whether the cores may be simulated in slices of time: not when the program's observable
-    order across cores matters — device prints and asserts, atomics (their old values) — which
-    then run core after core, in program order.  (Found once per program.)"""
+    order across cores matters — device prints and asserts, scalar atomics (their old values) —
+    which then run core after core, in program order.  Atomic transfers return nothing: they
+    interleave like any transfer (their float sums in the order simulated time gives them, one
+    of the orders Triton allows).  (Found once per program.)"""
     ok = prog.__dict__.get("_interleavable")
     if ok is None:
-        ok = prog.__dict__["_interleavable"] = not any(
-            inst.spec.impl in ("satomic", "dbg") or "atomic" in inst.opts for inst in prog.code)
+        ok = prog.__dict__["_interleavable"] = not any(inst.spec.impl in ("satomic", "dbg") for inst in prog.code)
     return ok
 
 

@@ -16,6 +16,9 @@ the access is guarded by that condition, and the other branch treats the offsets
 (a row or column gather), so no pointer block is materialised either way.  Everything else is left
 as it is (the NPU back end then moves it element by element).  The rewrite keeps the program's meaning exactly: the same elements are read
 and written, masked-off elements are neither read nor written, and the fill values are the same.
+An ``atomic_add``/``max``/``min`` whose old values are not used, of a type the DMA accumulates
+(int8, int16, fp16, bf16, int32, fp32), is rewritten like a store, the transfer carrying
+``atomic=<kind>``: the same elements are combined into GM, each exactly once.
 Pointer arithmetic and masks left without uses are removed by ``dce``.
 """
 from __future__ import annotations
@@ -32,6 +35,7 @@ class MemoryAnalysis(Pass):
 
     def run(self, fn: Function) -> None:
         self.fn = fn
+        self.used = {id(v) for o in fn.walk() for v in o.operands}
         self.inductions: dict = {}
         self.loops = {id(a): (o, i) for o in fn.walk() if o.name == "for" for i, a in enumerate(o.regions[0].args)}
         self._region(fn.body)
@@ -44,7 +48,7 @@ class MemoryAnalysis(Pass):
             for r in op.regions:
                 self._region(r)
             repl = None
-            if op.name in ("load", "store") and op.operands[0].type.is_block and \
+            if (op.name in ("load", "store") or self._dma_atomic(op)) and op.operands[0].type.is_block and \
                     1 <= len(op.operands[0].type.shape) <= 3:
                 repl = self._rewrite(op)
             if repl is None:
@@ -54,6 +58,12 @@ class MemoryAnalysis(Pass):
                 o.parent = region
             new_ops.extend(repl)
         region.ops = new_ops
+
+    def _dma_atomic(self, op: Op) -> bool:
+        """An atomic add/max/min whose old values nobody reads, of a type the DMA accumulates: it is
+        a store in an atomic mode (``atomic=`` on the transfer), structured like any store."""
+        return op.name == "atomic_rmw" and op.attrs["op"] in ATOMIC_TRANSFER_KINDS and \
+            id(op.results[0]) not in self.used and str(op.results[0].type.scalar) in ATOMIC_TRANSFER_TYPES
 
     def _induction_pointers(self, op: Op) -> list:
         """Pointer blocks a loop advances by a uniform step (``p += BLOCK_K * stride``) get a scalar
@@ -167,7 +177,7 @@ class MemoryAnalysis(Pass):
                 sel = Op("select", [mask, tile.result, other], [op.result.type], loc=op.loc)
                 return b.ops + [tile, sel], sel.result
             return b.ops + [tile], tile.result
-        store = Op("store_tile", [base] + strides + valids + [op.operands[1]], [], loc=op.loc)
+        store = Op("store_tile", [base] + strides + valids + [op.operands[1]], [], _atomic_attrs(op), loc=op.loc)
         return b.ops + [store], None
 
     @staticmethod
@@ -225,7 +235,7 @@ class MemoryAnalysis(Pass):
                 return None
             g = Op("gather_rows", [base, rows, valids[1]] + extra, [op.result.type], loc=op.loc)
             return b.ops + [g], g.result
-        s = Op("scatter_rows", [base, rows, valids[1], op.operands[1]] + extra, [], loc=op.loc)
+        s = Op("scatter_rows", [base, rows, valids[1], op.operands[1]] + extra, [], _atomic_attrs(op), loc=op.loc)
         return b.ops + [s], None
 
     def _cols(self, op, b, base, off, bounds, valids, is_load):
@@ -242,6 +252,15 @@ class MemoryAnalysis(Pass):
         g = Op("gather_cols", [base, cols, b.value(off.strides[0]), valids[0]] + extra, [op.result.type],
                loc=op.loc)
         return b.ops + [g], g.result
+
+
+# What the DMA accumulates into GM (Ascend A2's SetAtomicAdd/Max/Min modes and their types).
+ATOMIC_TRANSFER_KINDS = ("add", "max", "min")
+ATOMIC_TRANSFER_TYPES = ("i8", "i16", "f16", "bf16", "i32", "f32")
+
+
+def _atomic_attrs(op: Op) -> dict:
+    return {"atomic": op.attrs["op"]} if op.name == "atomic_rmw" else {}
 
 
 def _replace(old, new, fn: Function) -> None:
