@@ -102,3 +102,10 @@ def test_the_stride_of_a_single_row_is_ignored():
             "    set_flag V, MTE3, 0\n    wait_flag V, MTE3, 0\n    mov.ub.gm y[0], ub[256], 1, 128, 0, 0\n")
     stats = assemble(text).run({})
     np.testing.assert_array_equal(stats.gm["y"], np.full(32, 4.0, np.float32))
+
+
+def test_a_float_loop_bound_is_an_npu_error():
+    """`for` with a float step: a TypeError at `endfor` (the 64-bit wrap of a float)."""
+    text = ".gm x f32 [16]\n    mov s1, 1.5\n    for s0, 0, 4, s1\n    nop\n    endfor\n"
+    with pytest.raises(NpuError, match=re.escape("step is 1.5")):
+        assemble(text).run({})

@@ -424,6 +424,8 @@ def _ctrl(st, inst, prog):
         def run():
             tick(S, cost, inst)
             v, end, step = g0(), g1(), g2()
+            if not (isinstance(v, _WHOLE) and isinstance(end, _WHOLE) and isinstance(step, _WHOLE)):
+                check_whole(inst, start=v, end=end, step=step)
             if step == 0:
                 raise LaunchError("for loop with step 0", inst=inst)
             cell[0], cell[1] = end, step
