@@ -27,6 +27,3 @@ def next_power_of_2(n: int) -> int:
 __all__ = ["jit", "JITFunction", "LaunchHandle", "autotune", "heuristics", "Config", "cdiv", "next_power_of_2",
            "CompilationError", "ExecutionError", "LaunchError", "TritonpuError", "language", "testing", "__version__"]
 
-from tritonpu.profile import record as _profile_record  # noqa: E402
-
-_profile_record.install()      # per-instruction records of traced launches (tritonpu.profile)

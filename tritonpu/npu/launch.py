@@ -179,6 +179,8 @@ def _launch(prog, args, grid, machine, sanitize, trace, cores, max_steps, base_d
         states, fnss = entry[0][:nctx], entry[1][:nctx]
         for c in states:
             c.new_launch()
+        for c in states[1:]:
+            c.trace, c.records = states[0].trace, states[0].records
         arrays = bind(states[0], prog, args, base_dir)
     else:
         st = State(prog, m, sanitize, trace)
@@ -244,7 +246,7 @@ def _sharing(st, first):
     arguments and launch-wide accumulators are the same objects (its own: registers, on-chip
     memories, clocks, flags, loops, race tracker)."""
     for name in ("gm", "gm_seen", "gm_read", "gm_written", "scalar_args", "bytes_by_path", "macs",
-                 "stalls", "queue_wait", "trace"):
+                 "stalls", "queue_wait", "trace", "records"):
         setattr(st, name, getattr(first, name))
     return st
 

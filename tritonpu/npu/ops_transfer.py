@@ -174,7 +174,7 @@ def _xfer(st, inst, prog):
                 cold, warm = cycles.l2_read(gm_seen[sname], gran, segs, lpl)
                 gmmaps.mark_segments(gm_read[sname], sa, nseg, rl, ss)
             cost = cycles.read_transfer(m, path, cold, warm)
-            st.add_bytes(path, nseg * rl)
+            st.add_bytes(path, nseg * rl, (cold, warm))
         elif dgm:
             if nseg == 1:
                 beats = (da + dl - 1) // beat - da // beat + 1
@@ -300,7 +300,7 @@ def _gather(st, inst, prog):
         else:
             cold, warm = cycles.l2_read(gm_seen[gname], gran, segs, lpl)
             cost = cycles.read_transfer(m, path, cold, warm)
-        st.add_bytes(path, int(starts.size) * rb)
+        st.add_bytes(path, int(starts.size) * rb, (0, 0) if scatter else (cold, warm))
         tick(pipe, cost, inst, m.paths[path].latency)
     return run
 
@@ -373,7 +373,7 @@ def _gather_segments(st, inst, gname, umem, g_g, g_u, g_n, g_rb, g_rs, g_us, gid
             return
         gran, beats, segs = cycles.granules(flat, rb, m.beat_bytes)
         cold, warm = cycles.l2_read(gm_seen[gname], gran, segs, lpl)
-        st.add_bytes(path, int(flat.size) * rb)
+        st.add_bytes(path, int(flat.size) * rb, (cold, warm))
         tick(pipe, cycles.read_transfer(m, path, cold, warm), inst, m.paths[path].latency)
     return run
 

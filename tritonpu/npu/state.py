@@ -30,6 +30,20 @@ def npdt(name):
     return SCALARS[name].np
 
 
+class Records:
+    """What a traced launch keeps per instruction beyond its timeline, for the profile
+    (``tritonpu.profile``): each transfer's bytes and its (DDR, L2) beats, each wait's stall
+    cycles — both keyed by the index of the trace entry the instruction appends next — and the
+    highest byte each on-chip space reached."""
+
+    __slots__ = ("bytes", "stalls", "high")
+
+    def __init__(self):
+        self.bytes = []         # (trace index, path, bytes, ddr beats, l2 beats)
+        self.stalls = []        # (trace index, reason, cycles)
+        self.high = {}          # space -> highest byte touched + 1
+
+
 class State:
     def __init__(self, prog, machine, sanitize, trace):
         self.prog = prog
@@ -44,6 +58,7 @@ class State:
         self.R = [0] * prog.nslots
         self.scalar_args = {}
         self.trace = [] if trace else None
+        self.records = Records() if trace else None
         self.race = RaceTracker(touched) if sanitize else None
         # launch-wide accumulators
         self.bytes_by_path = {}
@@ -71,8 +86,8 @@ class State:
         for acc in (self.bytes_by_path, self.macs, self.stalls, self.queue_wait,
                     self.core_cycles, self.busy_by_core, self.count_by_core):
             acc.clear()             # in place: decoded closures hold some of them (macs)
-        if self.trace is not None:
-            self.trace.clear()      # in place: the cores of a launch share it
+        if self.trace is not None:      # fresh lists: the previous launch's Stats keep theirs
+            self.trace, self.records = [], Records()     # (the launch shares them between cores again)
         self.loops.clear()
         self.reset_core(0)
 
@@ -170,9 +185,14 @@ class State:
     def stall(self, reason, cycles):
         if cycles > 0:
             self.stalls[reason] = self.stalls.get(reason, 0) + cycles
+            if self.records is not None:
+                self.records.stalls.append((len(self.trace), reason, cycles))
 
-    def add_bytes(self, path, n):
+    def add_bytes(self, path, n, beats=(0, 0)):
+        """``n`` bytes moved on ``path`` (a GM read: ``beats`` = its (DDR, L2) beats)."""
         self.bytes_by_path[path] = self.bytes_by_path.get(path, 0) + n
+        if self.records is not None:
+            self.records.bytes.append((len(self.trace), path, n, beats[0], beats[1]))
 
     # ---- checks ---------------------------------------------------------------------------------
     def check_onchip(self, space, lo, hi, inst, what="access"):
@@ -181,6 +201,8 @@ class State:
             raise OutOfBoundsError(f"{what} {space}[{lo:#x}, {hi:#x}) outside {space.upper()} "
                                    f"(capacity {cap:#x} bytes)", inst=inst,
                                    addrs={space: (lo, hi)})
+        if self.records is not None and hi > self.records.high.get(space, 0):
+            self.records.high[space] = hi
 
     def check_align(self, space, addr, inst, what="address"):
         a = self.m.align[space]

@@ -51,6 +51,7 @@ class Stats:
     gm: dict = field(default_factory=dict)      # parameter -> the bound array
     _trace: list | None = None
     _code: list | None = None
+    _records: object = None       # npu.state.Records of a traced launch
 
     @property
     def efficiency(self) -> float:
@@ -84,7 +85,8 @@ class Stats:
                    stalls=stalls, queue_wait=dict(st.queue_wait), read_bytes=rd, write_bytes=wr,
                    cube_macs=int(sum(st.macs.values())), macs_by_dtype=dict(st.macs),
                    roofline_cycles=terms[bound], roofline_bound=bound, roofline_terms=terms,
-                   gm=arrays, _trace=st.trace, _code=prog.code)
+                   gm=arrays, _trace=st.trace, _code=prog.code,
+                   _records=st.records)
 
     # ---- profile --------------------------------------------------------------------------------
     def profile_table(self) -> str:

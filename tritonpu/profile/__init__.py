@@ -1,7 +1,8 @@
 """The profile a user can see and act on, built from a traced launch's ``Stats``.
 
-One module per concept: :mod:`.record` (per-instruction records made while a traced launch
-runs), :mod:`.model` (the trace as data: per line, per core, who stalled whom),
+The simulator keeps per-instruction records of a traced launch (``npu.state.Records``: bytes
+and DDR/L2 beats per transfer, stall cycles per wait, on-chip high-water marks).  One module per
+concept: :mod:`.model` (the trace as data: per line, per core, who stalled whom),
 :mod:`.source` (the source-line profile), :mod:`.advice` (the bottleneck report),
 :mod:`.html` (the self-contained HTML report), :mod:`.plot` (matplotlib timeline, the ``plot``
 extra), :mod:`.csvs` (msprof-style CSV files) and :mod:`.progress` (tqdm bars, the ``progress``

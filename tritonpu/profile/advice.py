@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from . import model, record
+from . import model
 
 _PIPE_TITLE = {"scalar": "the scalar unit", "mte2": "MTE2 (GM reads)", "mte1": "MTE1 (L1 -> L0)",
                "cube": "the cube", "fix": "FIX (L0C out)", "vector": "the vector unit",
@@ -220,7 +220,7 @@ class Advice:
         st = self.stats
         if st._code is None:
             return
-        hw = record.high_water(st._code)
+        hw = dict(st._records.high) if st._records is not None else {}
         if not hw:
             return
         self.memory = {}

@@ -1,5 +1,5 @@
 """A traced launch as data: every executed instruction with its core, pipe, start, duration and
-kernel source line, the per-instruction records of :mod:`.record`, and who stalled whom.
+kernel source line, the per-instruction records the simulator keeps for a traced launch (``npu.state.Records``), and who stalled whom.
 
 Everything the profile shows is derived here from ``Stats`` (``trace=True``), never estimated:
 per line, the cycles of its instructions per pipe (the scalar unit counts one issue cycle for each
@@ -21,7 +21,6 @@ import numpy as np
 
 from tritonpu.isa import PIPE_STAT_NAMES, PIPES
 
-from . import record
 
 PIPE_NAMES = list(PIPE_STAT_NAMES)      # scalar mte2 mte1 cube fix vector mte3 (PIPES order)
 ORDER = ["scalar", "mte2", "mte1", "cube", "fix", "vector", "mte3"]
@@ -57,7 +56,7 @@ class Traced:
     line_of: list                        # code index -> (file, line) or a NO_LINE_* key
     bytes: list                          # (trace index, path, bytes, ddr beats, l2 beats)
     stalls: list = field(default_factory=list)   # Stall
-    recorded: bool = True                # per-instruction records were made (see record.py)
+    recorded: bool = True                # per-instruction records were made (npu.state.Records)
 
     @property
     def code(self):
@@ -85,7 +84,7 @@ def build(stats) -> Traced:
     ev = np.array(tr, dtype=np.int64).reshape(-1, 6)
     code = stats._code
     lines = [loc_key(inst) for inst in code]
-    rec = record.records(tr)
+    rec = stats._records
     t = Traced(stats, ev, lines, list(rec.bytes) if rec else [], recorded=rec is not None)
     if rec is not None:
         t.stalls = _attribute(ev, code, rec.stalls)

@@ -254,8 +254,8 @@ class SourceProfile:
         if any(r.rolled_up for r in self.rows):
             notes.append("+ : includes the inlined helper lines listed below it (the total counts them once)")
         if not self.recorded:
-            notes.append("bytes, ddr% and stalls need the per-instruction records of tritonpu.profile "
-                         "(import tritonpu before launching)")
+            notes.append("bytes, ddr% and stalls need the per-instruction records of a traced launch "
+                         "(trace=True)")
         notes.append("%slow: share of the slowest core's cycles during which the line ran on some pipe; "
                      "stall: cycles pipes waited on flags this line produced")
         return "\n".join(out + notes)
