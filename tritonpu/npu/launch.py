@@ -191,23 +191,33 @@ def _launch(prog, args, grid, machine, sanitize, trace, cores, max_steps, base_d
         for c in states:
             c.grid, c.nprog = grid, nprog
         code = prog.code
-        with np.errstate(all="ignore"):
-            if nctx == 1:
-                for core in range(used):
-                    for _ in _core(states[0], fnss[0], code, core, used, None, max_steps):
-                        pass
-            else:
-                # the cores advance together, a slice of simulated time at a time, so that the shared
-                # L2 sees their GM reads in time order (the first to reach a line pays the DDR read)
-                # (the order within a slice rotates: no core is always the first to reach a line)
-                horizon = [0]
-                runs = [_core(states[c], fnss[c], code, c, used, horizon, max_steps) for c in range(used)]
-                turn = 0
-                while runs:
-                    horizon[0] += _SLICE
-                    k = turn % len(runs)
-                    runs = [r for r in runs[k:] + runs[:k] if next(r, _DONE) is not _DONE]
-                    turn += 1
+        from tritonpu.profile.progress import Deferred
+        bar = Deferred(used, f"simulating {prog.name} (cores done)")
+        try:
+            with np.errstate(all="ignore"):
+                if nctx == 1:
+                    for core in range(used):
+                        for _ in _core(states[0], fnss[0], code, core, used, None, max_steps):
+                            pass
+                        bar.update(core + 1)
+                else:
+                    # the cores advance together, a slice of simulated time at a time, so that the
+                    # shared L2 sees their GM reads in time order (the first to reach a line pays the
+                    # DDR read) (the order within a slice rotates: no core is always the first)
+                    horizon = [0]
+                    runs = [_core(states[c], fnss[c], code, c, used, horizon, max_steps) for c in range(used)]
+                    turn = 0
+                    while runs:
+                        horizon[0] += _SLICE
+                        k = turn % len(runs)
+                        runs = [r for r in runs[k:] + runs[:k] if next(r, _DONE) is not _DONE]
+                        turn += 1
+                        bar.update(used - len(runs), cycles=horizon[0])
+        except KeyboardInterrupt:
+            raise KeyboardInterrupt(f"the launch of {prog.name} was interrupted (Ctrl-C) after "
+                                    f"{max(c.ts for c in states)} simulated cycles of a core") from None
+        finally:
+            bar.close()
         st = states[0]
         if nctx > 1:                    # per-core results in core order
             st.core_cycles[:] = [c.core_cycles[0] for c in states]

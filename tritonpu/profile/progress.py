@@ -28,3 +28,37 @@ def bar(iterable, total=None, desc=None, **kw):
     except ImportError:
         return iterable
     return tqdm(iterable, total=total, desc=desc, leave=False, **kw)
+
+
+class Deferred:
+    """A bar for work of unknown length that shows only once it has run ``after`` seconds (a launch
+    that simulates long): ``update(done)`` is cheap to call often; ``close()`` removes the bar."""
+
+    def __init__(self, total, desc, after=2.0):
+        import time
+        self._clock = time.perf_counter
+        self._t0 = self._clock()
+        self.total, self.desc, self.after = total, desc, after
+        self._bar = None
+        self._off = not enabled()
+
+    def update(self, done, **postfix) -> None:
+        if self._off:
+            return
+        if self._bar is None:
+            if self._clock() - self._t0 < self.after:
+                return
+            try:
+                from tqdm import tqdm
+            except ImportError:
+                self._off = True
+                return
+            self._bar = tqdm(total=self.total, desc=self.desc, leave=False)
+        self._bar.n = done
+        if postfix:
+            self._bar.set_postfix(postfix, refresh=False)
+        self._bar.refresh()
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.close()
