@@ -145,6 +145,9 @@ _add("block_idx", (), (("d", "rd"), ("axis", "axis?")), "S", "scalar", "sgrid", 
      "scalar")
 _add("block_num", (), (("d", "rd"), ("axis", "axis?")), "S", "scalar", "sgrid", "num",
      "d = the number of programs (all, or along axis)", "scalar")
+_add("set_program", (), (("a", "val"),), "S", "scalar", "sprog", "set",
+     "from here the core runs grid program a (a linear id) of a persistent loop: the sanitizer's GM race "
+     "check and error messages name that program (block_idx is unchanged)", "scalar")
 _add("sld", ("A",), (("d", "rd"), ("src", "ub|gm:r")), "S", "scalar_mem", "smem", "ld",
      "d = the T element at src (naturally aligned)", "scalar")
 _add("sst", ("A",), (("dst", "ub|gm:w"), ("a", "val")), "S", "scalar_mem", "smem", "st",

@@ -142,3 +142,26 @@ def test_scattered_elements_and_used_old_values():
     h = counter_old_values[(4,)](counter, olds, BLOCK=16)
     assert counter[0] == 64 and sorted(olds) == list(range(64))
     assert _isa_lines(h, "satomic.add.i32") and not _isa_lines(h, "atomic=")
+
+
+@tritonpu.jit
+def same_address(acc_ptr, BM: tl.constexpr):
+    offs = tl.arange(0, BM)
+    tl.atomic_add(acc_ptr + offs * 0, offs * 0 + 1)          # every lane adds 1 to acc[0]
+
+
+@tritonpu.jit
+def colliding(acc_ptr, K, BM: tl.constexpr):
+    offs = tl.program_id(0) * BM + tl.arange(0, BM)
+    tl.atomic_add(acc_ptr + offs % K, offs * 0 + 1)          # lanes i and i+K hit the same element
+
+
+@pytest.mark.parametrize("backend", ["ref", "cpu", "npu"])
+def test_lanes_of_one_transfer_adding_to_one_element_all_land(backend):
+    """Found by the fuzzer: an atomic transfer whose segments overlap in GM (stride 0) kept one add
+    per program, not one per lane."""
+    a = np.zeros(4, np.int32)
+    same_address[(3,)](a, BM=16, backend=backend)
+    b = np.zeros(8, np.int32)
+    colliding[(2,)](b, 8, BM=16, backend=backend)
+    assert a[0] == 48 and b.tolist() == [4] * 8

@@ -92,7 +92,7 @@ def test_event_set_twice_without_wait():
         run("    set_flag MTE2, V, 3\n    set_flag MTE2, V, 3\n")
     assert e.value.line == 2 and "first set at line 1" in str(e.value)
     run("    set_flag MTE2, V, 3\n    set_flag MTE2, V, 4\n    wait_flag MTE2, V, 3\n"
-        "    set_flag MTE2, V, 3\n")
+        "    set_flag MTE2, V, 3\n    wait_flag MTE2, V, 3\n    wait_flag MTE2, V, 4\n")
 
 
 def test_read_after_write_race():
@@ -214,3 +214,13 @@ def test_launch_errors():
     with pytest.raises(LaunchError, match="grid"):
         prog.run({"x": np.zeros(4, np.float32), "n": 1}, grid=(0,))
     assert issubclass(LaunchError, NpuError) and issubclass(RaceError, NpuError)
+
+
+def test_a_flag_still_pending_when_a_core_finishes_is_reported():
+    from tritonpu.npu import assemble
+    from tritonpu.npu.errors import FlagError
+    prog = assemble(".kernel k\n.param x gm f32\nset_flag MTE2, V, 3\nmov.gm.ub.f32 ub[0], x[0], 1, 64, 0, 64\n")
+    with pytest.raises(FlagError, match=r"event \(MTE2, V, 3\) set at assembly line 3 is still pending when core 0 "
+                                        r"finishes: no wait_flag consumed it"):
+        prog.run(dict(x=np.zeros(16, np.float32)), grid=(1,))
+    prog.run(dict(x=np.zeros(16, np.float32)), grid=(1,), sanitize=False)      # the check is the sanitizer's

@@ -417,7 +417,8 @@ class MemoryEmitter:
         """d = old; mem = old (kind) val, as a compare-and-swap retry loop on the scalar unit."""
         new, seen = self.temp_reg(), self.temp_reg()
         g = [Access.gm(addr.split("[")[0])]
-        self.emit(f"sld.{T} {d}, {addr}", "S", reads=g)
+        # the first read is atomic too (adding 0): the whole read-modify-write loop is an atomic access
+        self.emit(f"satomic.add.{T} {d}, {addr}, 0", "S", g, g)
         before = [Instr(f"{kind} {new}, {d}, {val}", "S", loc=self.op.loc),
                   Instr(f"satomic.cas.{T} {seen}, {addr}, {d}, {new}", "S", g, g, loc=self.op.loc),
                   Instr(f"sub {new}, {seen}, {d}", "S", loc=self.op.loc)]
@@ -428,6 +429,10 @@ class MemoryEmitter:
         self._atomic(op, lambda d, addr, vals: f"satomic.cas.{{T}} {d}, {addr}, {vals[0]}, {vals[1]}")
 
     def _atomic(self, op, fmt, cas_kind=None) -> None:
+        if op.attrs.get("sem") not in ("relaxed", "acquire"):
+            # release (Triton's default acq_rel): the kernel's earlier GM writes, still in flight on
+            # MTE3/FIX, land before the atomic is seen (a lock released after the guarded store)
+            self.emit("barrier all", "S", comment="release: earlier GM writes land before the atomic")
         ptr = op.operands[0]
         ty = op.result.type
         T = asm_type(ty)

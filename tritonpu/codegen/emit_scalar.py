@@ -59,6 +59,10 @@ class ScalarEmitter:
             v = int(v)
         self.define(op.result, Imm(v))
 
+    def op_set_program(self, op) -> None:
+        """The grid program a persistent loop's trip runs, for the sanitizer and error messages."""
+        self.emit(f"set_program {self.scalar(op.operands[0])}", "S")
+
     def kind_index(self, op) -> None:
         r = self.out_reg(op.result)
         mn = "block_idx" if op.name == "program_id" else "block_num"

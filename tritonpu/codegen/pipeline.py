@@ -208,7 +208,7 @@ def launch_npu(kernel, arrays, grid, options) -> object:
         stats = prog.run(args, grid=grid, sanitize=sanitize,
                          trace=bool(options.get("trace")), cores=options.get("cores"))
     except NpuError as e:
-        raise _execution_error(e, grid) from None
+        raise _execution_error(e, user_grid) from None
     except LaunchError:
         raise
     stats.notes = list(art.notes)

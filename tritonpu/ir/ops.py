@@ -84,6 +84,9 @@ def _rows() -> list[OpDef]:
         OpDef("constant", "constant", (0, 0), 1, ("value",), doc="a scalar, or a block filled with one value"),
         OpDef("program_id", "index", (0, 0), 1, ("axis",), doc="this program's index along grid axis 0..2"),
         OpDef("num_programs", "index", (0, 0), 1, ("axis",), doc="the grid's size along axis 0..2"),
+        OpDef("set_program", "set_program", (1, 1), 0, effects=True, npu_only=True,
+              doc="set_program(pid): from here the core runs grid program pid of its persistent loop (the NPU "
+                  "sanitizer's GM race check and error messages name it)"),
         OpDef("arange", "arange", (0, 0), 1, ("start", "end"), doc="the block [start, end) of i32"),
         OpDef("splat", "splat", (1, 1), 1, doc="a block with every element equal to the scalar operand"),
         OpDef("broadcast", "broadcast", (1, 1), 1, doc="expand dimensions of size 1 to the result shape"),

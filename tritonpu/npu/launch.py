@@ -26,6 +26,7 @@ from . import gmmaps
 from .errors import LaunchError, NpuError
 from .ops_scalar import to_type
 from .registry import decode
+from .gm_races import LIMIT as GM_RACE_LIMIT, GmRaces
 from .state import State
 from .stats import Stats
 
@@ -143,6 +144,8 @@ def bind(st, prog, args, base_dir=None):
             if isinstance(x, np.ndarray):
                 x = x.item()
             st.scalar_args[p.slot] = to_type(x, SCALARS[p.dtype].np)
+    sizes = {name: u8.size for name, u8 in st.gm.items()}
+    st.gm_races = GmRaces(sizes) if st.sanitize and sum(sizes.values()) <= GM_RACE_LIMIT else None
     return arrays
 
 
@@ -179,9 +182,9 @@ def _launch(prog, args, grid, machine, sanitize, trace, cores, max_steps, base_d
         states, fnss = entry[0][:nctx], entry[1][:nctx]
         for c in states:
             c.new_launch()
-        for c in states[1:]:
-            c.trace, c.records = states[0].trace, states[0].records
         arrays = bind(states[0], prog, args, base_dir)
+        for c in states[1:]:
+            c.trace, c.records, c.gm_races = states[0].trace, states[0].records, states[0].gm_races
     else:
         st = State(prog, m, sanitize, trace)
         arrays = bind(st, prog, args, base_dir)
@@ -256,7 +259,7 @@ def _sharing(st, first):
     arguments and launch-wide accumulators are the same objects (its own: registers, on-chip
     memories, clocks, flags, loops, race tracker)."""
     for name in ("gm", "gm_seen", "gm_read", "gm_written", "scalar_args", "bytes_by_path", "macs",
-                 "stalls", "queue_wait", "trace", "records"):
+                 "stalls", "queue_wait", "trace", "records", "gm_races"):
         setattr(st, name, getattr(first, name))
     return st
 
@@ -289,7 +292,7 @@ def _execute(fns, code, st, max_steps, horizon):
                     raise LaunchError(f"program ran more than {max_steps} instructions (an endless "
                                       "loop?); raise max_steps if it is meant to")
     except NpuError as e:
-        raise e.attach(code[min(pc, n - 1)], st.core, st.pid)
+        raise e.attach(code[min(pc, n - 1)], st.core, st.gpid)
     except Exception as e:
         raise LaunchError(f"{type(e).__name__}: {e}").attach(code[min(pc, n - 1)], st.core,
-                                                             st.pid) from e
+                                                             st.gpid) from e

@@ -18,6 +18,7 @@ from tritonpu.isa import PIPES
 
 from . import cycles
 from .errors import AssertError, DeadlockError, FlagError, LaunchError, MisalignedError
+from .gm_races import ATOMIC, PLAIN
 from .registry import family
 from .state import PIPE_INDEX, S, check_whole, getter, npdt, opt_getter
 
@@ -199,6 +200,17 @@ def _sgrid(st, inst, prog):
     return run
 
 
+@family("sprog", ["set"])
+def _sprog(st, inst, prog):
+    tick, cost = st.tick, cycles.scalar(st.m)
+    ga = getter(inst.args[0], st.R)
+
+    def run():
+        st.gpid = int(ga())
+        tick(S, cost, inst)
+    return run
+
+
 _WHOLE = (int, np.integer)
 
 
@@ -226,7 +238,10 @@ def _scalar_mem(st, inst, mem, dt):
                 raise MisalignedError(f"scalar {dt} access {mem.param}[{a:#x}] is not {eb}-byte "
                                       "aligned", inst=inst, addrs={mem.param: a})
             st.check_gm(mem.param, a, a + eb, inst)
+            if st.gm_races is not None:
+                st.gm_races.access(st, name, write, kind, inst, a, a + eb)
             return a // eb
+        kind = ATOMIC if inst.spec.impl == "satomic" else PLAIN
         return arr, index, True
     buf = st.mem[mem.space]
     arr = buf.view(dt)
@@ -288,6 +303,8 @@ def _satomic(st, inst, prog):
     gv = getter(inst.args[-1], R)
     gc = getter(inst.args[2], R) if op == "cas" else None
     cost = cycles.scalar_mem(st.m, True)
+    lockable = inst.args[1].space == "gm"
+    lock_param = inst.args[1].param if lockable else None
 
     def run():
         i = index(True)
@@ -295,9 +312,13 @@ def _satomic(st, inst, prog):
         v = np_scalar(gv(), dt)
         if op == "xchg":
             arr[i] = v
+            if lockable:
+                st.locks.discard((lock_param, i))        # a lock released (Triton's atomic_xchg(lock, 0))
         elif op == "cas":
             if old == np_scalar(gc(), dt):
                 arr[i] = v
+                if lockable:
+                    st.locks.add((lock_param, i))        # a lock taken (atomic_cas(lock, 0, 1) succeeded)
         else:
             arr[i] = _ATOM[op](old, v)
         R[d] = float(old) if isf else int(old)

@@ -11,6 +11,7 @@ import numpy as np
 
 from . import cycles, gmmaps
 from .errors import LaunchError, MisalignedError
+from .gm_races import ATOMIC, PLAIN
 from .ops_scalar import np_scalar
 from .registry import family
 from .state import M, PIPE_INDEX, check_whole, getter, npdt, vec_operand
@@ -22,6 +23,24 @@ I32 = np.dtype(np.int32)
 _ATOMIC = {"add": np.add, "max": np.maximum, "min": np.minimum}
 MAX_TRANSFER_BYTES = 1 << 30        # what one transfer may move (bounds its work before it runs)
 _ATOMIC_AT = {"add": np.add.at, "max": np.maximum.at, "min": np.minimum.at}
+
+
+def _accumulate(atomic, dbuf, dt, dst, src, da, ds):
+    """``dst`` (nseg x n elements of ``dt`` at byte ``da``, segments ``ds`` bytes apart) combined
+    with ``src`` element by element.  Segments that overlap in GM (a stride shorter than a segment,
+    0 when every segment lands on the same elements) accumulate every element, as the DMA's atomic
+    mode does — none is lost to another."""
+    nseg, n = dst.shape
+    if nseg <= 1 or ds >= n * dt.itemsize:
+        _ATOMIC[atomic](dst, src, out=dst)
+        return
+    eb = dt.itemsize
+    if da % eb or ds % eb:
+        raise MisalignedError(f"overlapping atomic segments must be whole aligned {dt} elements "
+                              f"(address {da:#x}, stride {ds})")
+    flat = dbuf[: dbuf.size // eb * eb].view(dt)
+    idx = (da + np.arange(nseg, dtype=np.int64)[:, None] * ds) // eb + np.arange(n, dtype=np.int64)
+    _ATOMIC_AT[atomic](flat, idx.ravel(), np.asarray(src).reshape(-1))
 
 
 def _bounded(total, src_bytes, dst_bytes, inst, what):
@@ -141,14 +160,14 @@ def _xfer(st, inst, prog):
             src = src.astype(du)
             dst = _view(dbuf, du, (nseg, nel), da, (ds, du.itemsize))
             if atomic:
-                _ATOMIC[atomic](dst, src, out=dst)
+                _accumulate(atomic, dbuf, du, dst, src, da, ds)
             else:
                 dst[...] = src
         elif atomic:
             eb = dt.itemsize
             src = _view(sbuf, dt, (nseg, seg // eb), sa, (ss, eb))
             dst = _view(dbuf, dt, (nseg, seg // eb), da, (ds, eb))
-            _ATOMIC[atomic](dst, src, out=dst)
+            _accumulate(atomic, dbuf, dt, dst, src, da, ds)
         else:
             if nseg == 1:
                 dbuf[da:da + rl] = sbuf[sa:sa + rl]
@@ -168,21 +187,29 @@ def _xfer(st, inst, prog):
             elif nseg == 1:
                 cold, warm = cycles.l2_read_range(gm_seen[sname], sa, sa + rl, beat, lpl)
                 gmmaps.mark_range(gm_read[sname], sa, sa + rl)
+                if st.gm_races is not None:
+                    st.gm_races.access(st, sname, False, PLAIN, inst, sa, sa + rl)
             else:
                 starts = sa + np.arange(nseg, dtype=np.int64) * ss
                 gran, _, segs = cycles.granules(starts, rl, beat)
                 cold, warm = cycles.l2_read(gm_seen[sname], gran, segs, lpl)
                 gmmaps.mark_segments(gm_read[sname], sa, nseg, rl, ss)
+                if st.gm_races is not None:
+                    st.gm_races.access(st, sname, False, PLAIN, inst, starts=starts, length=rl)
             cost = cycles.read_transfer(m, path, cold, warm)
             st.add_bytes(path, nseg * rl, (cold, warm))
         elif dgm:
             if nseg == 1:
                 beats = (da + dl - 1) // beat - da // beat + 1
                 gmmaps.mark_range(gm_written[dname], da, da + dl)
+                if st.gm_races is not None:
+                    st.gm_races.access(st, dname, True, ATOMIC if atomic else PLAIN, inst, da, da + dl)
             else:
                 starts = da + np.arange(nseg, dtype=np.int64) * ds
                 _, beats, _ = cycles.granules(starts, dl, beat)
                 gmmaps.mark_segments(gm_written[dname], da, nseg, dl, ds)
+                if st.gm_races is not None:
+                    st.gm_races.access(st, dname, True, ATOMIC if atomic else PLAIN, inst, starts=starts, length=dl)
             cost = cycles.write_transfer(m, path, beats)
             st.add_bytes(path, nseg * dl)
         else:
@@ -290,6 +317,8 @@ def _gather(st, inst, prog):
                 tv = _view(ubuf, et, (n, full // eb), ua, (us, eb))
                 tv[~sel] = np_scalar(pad(), et)
         gmmaps.mark_rows(bmaps[gname], starts, rb)
+        if st.gm_races is not None:
+            st.gm_races.access(st, gname, scatter, ATOMIC if atomic else PLAIN, inst, starts=starts, length=rb)
         if rb == 0:                             # nothing read (valid=0): the fill costs nothing
             cost = cycles.read_transfer(m, path, 0, 0)
             tick(pipe, cost, inst, m.paths[path].latency)
@@ -368,6 +397,8 @@ def _gather_segments(st, inst, gname, umem, g_g, g_u, g_n, g_rb, g_rs, g_us, gid
                     ubuf[at] = np.resize(pv, at.size)
         flat = starts.ravel()
         gmmaps.mark_rows(gm_read[gname], flat, rb)
+        if st.gm_races is not None:
+            st.gm_races.access(st, gname, False, PLAIN, inst, starts=flat, length=rb)
         if rb == 0 or flat.size == 0:
             tick(pipe, cycles.read_transfer(m, path, 0, 0), inst, m.paths[path].latency)
             return

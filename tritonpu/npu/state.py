@@ -18,7 +18,7 @@ import numpy as np
 from tritonpu.dtypes import SCALARS
 from tritonpu.isa import PIPES, SPACES
 
-from .errors import MisalignedError, NpuError, OutOfBoundsError
+from .errors import FlagError, MisalignedError, NpuError, OutOfBoundsError
 from .sanitizer import RaceTracker
 
 NP = len(PIPES)
@@ -60,6 +60,8 @@ class State:
         self.trace = [] if trace else None
         self.records = Records() if trace else None
         self.race = RaceTracker(touched) if sanitize else None
+        self.gm_races = None    # gm_races.GmRaces of the launch (bound with the GM arguments)
+        self.locks = set()      # (GM argument, element) locks the running program holds
         # launch-wide accumulators
         self.bytes_by_path = {}
         self.macs = {}
@@ -71,6 +73,7 @@ class State:
         self.grid = (1, 1, 1)
         self.block = (0, 0, 0)
         self.pid = 0
+        self.gpid = 0
         self.nprog = 1
         self.loops = {}         # for-instruction index -> [end, step]
         self.core = 0
@@ -102,11 +105,17 @@ class State:
         self.done = [0] * NP    # when the pipe's last transfer has landed (latency is pipelined)
         self.inflight = [[] for _ in range(NP)]  # per pipe: (space, lo, hi, lands) of on-chip writes
         self.flags.clear()      # in place: the decoded sync instructions hold this dict
+        self.locks = set()
         self.print_line = None  # the line dbg.print/dbg.prints are appending to (None: empty)
         if self.race is not None:
             self.race.reset()
 
     def finish_core(self):
+        if self.sanitize and self.flags:
+            (src, dst, ev), (_, _, inst) = next(iter(self.flags.items()))
+            raise FlagError(f"event ({PIPES[src]}, {PIPES[dst]}, {ev}) set at assembly line {inst.line} is still "
+                            f"pending when core {self.core} finishes: no wait_flag consumed it (the next kernel on "
+                            "this core would see it set)", inst=inst)
         for p, q in enumerate(self.queued):
             if q:
                 self.queue_wait[PIPES[p]] = self.queue_wait.get(PIPES[p], 0) + q
@@ -117,6 +126,7 @@ class State:
 
     def start_program(self, pid, block):
         self.pid, self.block = pid, block
+        self.gpid = pid             # the grid program it runs (set_program changes it in a persistent loop)
         R = self.R
         for i in range(len(R)):
             R[i] = 0
@@ -144,7 +154,7 @@ class State:
             self.ts = t + cost
             self.busy[0] += cost
             if self.trace is not None:
-                self.trace.append((self.core, 0, t, cost, inst.index, self.pid))
+                self.trace.append((self.core, 0, t, cost, inst.index, self.gpid))
             return t
         self.ts = t + 1
         self.busy[0] += 1
@@ -160,7 +170,7 @@ class State:
         self.clk[p] = t + cost
         self.busy[p] += cost
         if self.trace is not None:
-            self.trace.append((self.core, p, t, cost, inst.index, self.pid))
+            self.trace.append((self.core, p, t, cost, inst.index, self.gpid))
         return t
 
     def landed(self, p, start, space, lo, hi, lands):

@@ -7,7 +7,8 @@ Guarantees: the kernel body becomes ``for pid in range(core, programs, cores)`` 
 and ``num_programs(axis)`` the user's grid size, so every program runs exactly as before, on the
 core the round-robin assignment gives it (program p on core p mod cores), in the same order.  The
 function gets the attribute ``persistent = true``, which tells the launch to pass the grid and
-start one program per core.  With the programs of a core in one loop, later passes can overlap a
+start one program per core; each trip starts with ``set_program(pid)``, so the NPU's sanitizer and
+error messages name the grid program that runs.  With the programs of a core in one loop, later passes can overlap a
 program's loads with the previous program's work (double buffering) and hoist loads that do not
 depend on the program id.
 """
@@ -45,7 +46,7 @@ class PersistentLoop(Pass):
         gxy = mk("mul", [grid[0], grid[1]], T.i32, pre)
         total = mk("mul", [gxy, grid[2]], T.i32, pre)
         pid = Value(T.i32, "pid")
-        head = []
+        head = [Op("set_program", [pid], [], loc=loc)]
         coords = [mk("rem", [pid, grid[0]], T.i32, head),
                   mk("rem", [mk("div", [pid, grid[0]], T.i32, head), grid[1]], T.i32, head),
                   mk("div", [pid, gxy], T.i32, head)]

@@ -1,0 +1,119 @@
+"""The sanitizer finds GM races between grid programs — accesses Triton leaves unordered — and names
+both programs and both source lines; atomics and lock-guarded accesses are not races."""
+import inspect
+import re
+
+import numpy as np
+import pytest
+
+import tritonpu
+import tritonpu.language as tl
+
+
+def _line(fn, text):
+    src, first = inspect.getsourcelines(fn.fn)
+    return first + next(i for i, ln in enumerate(src) if text in ln)
+
+
+@tritonpu.jit
+def forgot_pid(x_ptr, y_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)                  # the classic bug: no pid * BLOCK
+    tl.store(y_ptr + offs, tl.load(x_ptr + offs) * 2)
+
+
+@tritonpu.jit
+def reads_the_next_block(x_ptr, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    nxt = tl.load(x_ptr + offs + BLOCK)         # the block program pid + 1 writes
+    tl.store(x_ptr + offs, nxt + 1)
+
+
+def test_programs_writing_the_same_block():
+    x = np.arange(64 * 100, dtype=np.float32)
+    line = _line(forgot_pid, "tl.store(y_ptr")
+    with pytest.raises(tritonpu.ExecutionError) as info:
+        forgot_pid[(100,)](x, np.zeros(64, np.float32), BLOCK=64)
+    msg = str(info.value)
+    assert re.search(rf"race: program (\d+) \(core \d+\) writes `y_ptr` byte 0x0, which program (\d+) \(core \d+\) "
+                     rf"wrote at line {line} \(`mov\.ub\.gm\.f32 y_ptr\[0\], ", msg), msg
+    assert re.match(rf".*test_gm_races\.py:{line}:5: error: race: ", msg)
+    assert "make each program touch its own elements, or use atomics" in msg
+
+
+def test_a_program_reading_what_another_writes():
+    x = np.arange(64 * 100, dtype=np.float32)
+    read_line, write_line = _line(reads_the_next_block, "nxt = tl.load"), _line(reads_the_next_block, "tl.store(")
+    with pytest.raises(tritonpu.ExecutionError, match=rf"test_gm_races.py:{write_line}:5: error: race: program 1 "
+                                                      rf"\(core 1\) writes `x_ptr` byte 0x100, which program 0 "
+                                                      rf"\(core 0\) read at line {read_line} "):
+        reads_the_next_block[(99,)](x, BLOCK=64)
+
+
+def test_the_check_can_be_switched_off():
+    x = np.arange(64 * 4, dtype=np.float32)
+    y = np.zeros(64, np.float32)
+    forgot_pid[(4,)](x, y, BLOCK=64, sanitize=False)
+    np.testing.assert_array_equal(y, x[:64] * 2)
+
+
+@tritonpu.jit
+def in_place(x_ptr, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(x_ptr + offs, tl.load(x_ptr + offs) * 2)
+
+
+@tritonpu.jit
+def histogram(x_ptr, bins_ptr, n, NB: tl.constexpr, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs, mask=offs < n, other=0)
+    tl.atomic_add(bins_ptr + x % NB, 1, mask=offs < n)
+
+
+@tritonpu.jit
+def counter(c_ptr, olds_ptr):
+    tl.store(olds_ptr + tl.program_id(0), tl.atomic_add(c_ptr, 1))
+
+
+@tritonpu.jit
+def locked_accumulate(x_ptr, acc_ptr, lock_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + tl.program_id(0) * BLOCK + offs)
+    while tl.atomic_cas(lock_ptr, 0, 1) == 1:
+        pass
+    tl.store(acc_ptr + offs, tl.load(acc_ptr + offs) + x)      # guarded by the lock
+    tl.atomic_xchg(lock_ptr, 0)
+
+
+def test_no_report_for_own_blocks_atomics_and_locks():
+    x = np.arange(64 * 100, dtype=np.float32)
+    in_place[(100,)](x, BLOCK=64)                                # each program its own block, in place
+    np.testing.assert_array_equal(x, np.arange(64 * 100, dtype=np.float32) * 2)
+    v = np.random.default_rng(0).integers(0, 100, 3000).astype(np.int32)
+    bins = np.zeros(8, np.int32)
+    histogram[(6,)](v, bins, 3000, NB=8, BLOCK=512)              # atomic transfers from every program
+    np.testing.assert_array_equal(bins, np.bincount(v % 8, minlength=8))
+    c, olds = np.zeros(1, np.int32), np.zeros(30, np.int32)
+    counter[(30,)](c, olds)                                      # scalar atomics with their old values
+    assert c[0] == 30 and sorted(olds) == list(range(30))
+    acc, lock = np.zeros(64, np.float32), np.zeros(1, np.int32)
+    h = locked_accumulate[(48,)](x, acc, lock, BLOCK=64)         # LayerNorm-backward's lock pattern
+    np.testing.assert_allclose(acc, x.reshape(100, 64)[:48].sum(0), rtol=1e-6)
+    # the release waits for the guarded store to land (Triton's atomic_xchg is acq_rel)
+    isa = [ln.split(" loc(")[0].strip() for ln in h.asm["isa"].splitlines()]
+    k = next(i for i, ln in enumerate(isa) if ln.startswith("satomic.xchg"))
+    assert isa[k - 1] == "barrier all" and isa[k - 2].startswith("mov.ub.gm.f32 acc_ptr[0]")
+
+
+@tritonpu.jit
+def xor_into_one(acc_ptr, x_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.atomic_xor(acc_ptr + offs * 0, tl.load(x_ptr + tl.program_id(0) * BLOCK + offs))
+
+
+def test_an_emulated_atomic_is_atomic_all_the_way():
+    """Found by the fuzzer: atomic_xor runs as a compare-and-swap loop whose first read was a plain
+    load — reported as racing with the other programs' atomics."""
+    x = np.arange(4 * 8, dtype=np.int32)
+    acc = np.zeros(1, np.int32)
+    xor_into_one[(4,)](acc, x, BLOCK=8)
+    assert acc[0] == np.bitwise_xor.reduce(x)
