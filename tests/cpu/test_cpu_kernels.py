@@ -349,3 +349,31 @@ def test_compiled_once_per_specialization():
     art = h1.kernel.backend_artifacts["cpu"]
     h2 = add_kernel[(1,)](x, x, x.copy(), 8, BLOCK=8, backend="cpu")
     assert h2.kernel.backend_artifacts["cpu"] is art
+
+
+def test_large_modules_are_optimised_without_loop_unrolling(monkeypatch):
+    """A tl.sort of a 64x128 block took LLVM's loop unroller over a minute; big modules skip it (the
+    sort then compiles in seconds and runs faster), small ones keep it."""
+    import tritonpu.cpu.engine as engine
+    seen = []
+    real = engine.optimize
+    monkeypatch.setattr(engine, "optimize", lambda mod, tm, level=3, unroll=True: (seen.append(unroll),
+                                                                                    real(mod, tm, level, unroll)))
+
+    @tritonpu.jit
+    def sort_rows(x_ptr, o_ptr, R: tl.constexpr, N: tl.constexpr):
+        r, c = tl.arange(0, R)[:, None], tl.arange(0, N)[None, :]
+        tl.store(o_ptr + r * N + c, tl.sort(tl.load(x_ptr + r * N + c), dim=1))
+
+    @tritonpu.jit
+    def double(x_ptr, N: tl.constexpr):
+        offs = tl.arange(0, N)
+        tl.store(x_ptr + offs, tl.load(x_ptr + offs) * 2)
+
+    x = np.random.default_rng(0).random((64, 128)).astype(np.float32)
+    o = np.zeros_like(x)
+    sort_rows[(1,)](x, o, R=64, N=128, backend="cpu")
+    np.testing.assert_array_equal(o, np.sort(x, 1))
+    y = np.ones(64, np.float32)
+    double[(1,)](y, N=64, backend="cpu")
+    assert seen == [False, True] and (y == 2).all()

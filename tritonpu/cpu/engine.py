@@ -71,13 +71,20 @@ class CpuArtifact:
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
-def optimize(mod, tm, level: int = 3) -> None:
+# Modules larger than this (lines of LLVM IR before optimisation) are optimised without loop
+# unrolling: a sort network's hundreds of small loops took LLVM's unroller 25-90 s (64x128 fp32
+# tl.sort: 24.6 s compile with unrolling, 3.3 s without — and the code ran faster without it,
+# 1.9 ms against 3.3 ms).  The kernels of bench/cpu_vs_numpy.py are a few hundred lines.
+LARGE_MODULE_LINES = 3000
+
+
+def optimize(mod, tm, level: int = 3, unroll: bool = True) -> None:
     """Run LLVM's new-pass-manager pipeline at ``level`` (vectorisers on) on ``mod`` in place."""
     llvm, _ = _llvm()
     pto = llvm.PipelineTuningOptions(speed_level=level)
     pto.loop_vectorization = True
     pto.slp_vectorization = True
-    pto.loop_unrolling = True
+    pto.loop_unrolling = unroll
     pb = llvm.create_pass_builder(tm, pto)
     mpm = pb.getModulePassManager()
     mpm.run(mod, pb)
@@ -90,7 +97,7 @@ def compile_ir(text: str):
     mod.triple = llvm.get_process_triple()
     mod.data_layout = _STATE["layout"]
     mod.verify()
-    optimize(mod, tm)
+    optimize(mod, tm, unroll=text.count("\n") <= LARGE_MODULE_LINES)
     mod.verify()
     return mod
 
