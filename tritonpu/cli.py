@@ -18,6 +18,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub.required = True
     from tritonpu.runtime.cli import add_run_command
     add_run_command(sub)
+    from tritonpu.runtime.tune_cli import add_tune_command
+    add_tune_command(sub)
     from tritonpu.passes.cli import add_opt_command
     add_opt_command(sub)
     try:

@@ -7,6 +7,15 @@ run — skips configs that do not compile (a block too big for the chip), keeps 
 fewest cycles in ``best_config`` (all figures in ``configs_timings``) and reuses it for that key.
 On the ``ref`` and ``cpu`` backends, which have no cycle model, the first config runs.  A sweep
 shows a tqdm progress bar on a terminal (the ``progress`` extra; silent otherwise).
+
+Beyond Triton: ``executor=`` (``"inprocess"``, ``"processes"``, ``"ray"``, or ``TRITONPU_EXECUTOR``;
+see :mod:`.executors`) and ``workers=`` say where the trials run — the choice and every timing
+are the same on each; ``configs="auto"`` derives the configs from the launch and the machine
+(:mod:`.config_space`), simulating at most ``max_simulations`` of them.  ``kernel.report`` holds
+the last sweep's rows (config, status, cycles, efficiency, bound pipe, why pruned).  With
+``cache_results=True``, ``configs="auto"`` or ``TRITONPU_AUTOTUNE_CACHE=1`` the choice per key is
+kept on disk (``TRITONPU_AUTOTUNE_CACHE=0``: never; ``=refresh``: sweep again and replace it) and a
+later process starts tuned.
 """
 from __future__ import annotations
 
@@ -15,7 +24,7 @@ import os
 import numpy as np
 
 from tritonpu.errors import CompilationError, LaunchError
-from tritonpu.runtime.arrays import as_array, gm_span
+from tritonpu.runtime.arrays import as_array
 
 
 class Config:
@@ -62,11 +71,18 @@ class _Wrapped:
 class Autotuner(_Wrapped):
     def __init__(self, fn, configs, key, prune_configs_by=None, reset_to_zero=None, restore_value=None,
                  pre_hook=None, post_hook=None, warmup=None, rep=None, use_cuda_graph=False, do_bench=None,
-                 cache_results=False):
+                 cache_results=False, executor=None, workers=None, max_simulations=None):
         super().__init__(fn)
-        if not configs:
-            configs = [Config({})]
+        self.auto = isinstance(configs, str)
+        if self.auto and configs != "auto":
+            raise LaunchError(f"autotune: configs must be a list of Config or \"auto\", got {configs!r}")
+        if not configs or self.auto:
+            configs = [] if self.auto else [Config({})]
         self.configs = list(configs)
+        self.executor, self.workers, self.max_simulations = executor, workers, max_simulations
+        self.cache_results = cache_results
+        self.report: list = []
+        self.result = None
         self.key = list(key)
         self.prune_configs_by = prune_configs_by or {}
         self.reset_to_zero = list(reset_to_zero or [])
@@ -74,14 +90,19 @@ class Autotuner(_Wrapped):
         self.configs_timings: dict = {}
         self.cache: dict = {}
 
+    released: tuple = ()        # block values given at launch that `tritonpu tune --kernel` may tune instead
+
     def _key(self, named: dict) -> tuple:
         out = []
         for k in self.key:
             v = named.get(k)
-            out.append((tuple(v.shape), str(v.dtype)) if isinstance(v, np.ndarray) else v)
+            arr = None if isinstance(v, (int, float, bool, str, type(None))) else as_array(v)
+            out.append((tuple(arr.shape), str(arr.dtype)) if arr is not None else v)
         return tuple(out)
 
     def run(self, *args, grid, **kwargs):
+        released = {n: kwargs.pop(n) for n in self.released if n in kwargs}
+        self._released_values = released
         named = self._named(args, kwargs)
         configs = self.configs
         prune = self.prune_configs_by.get("early_config_prune")
@@ -92,49 +113,76 @@ class Autotuner(_Wrapped):
                 if k in kwargs:
                     raise LaunchError(f"conflicting meta-parameter `{k}`: given at launch and by the autotuner "
                                       "config")
-        key = self._key(named)
+        key = self._key(named) + tuple(sorted(released.items()))
         config = self.cache.get(key)
         if config is None:
-            config = self._tune(configs, args, grid, kwargs, named)
+            config = self._tune(configs, args, grid, kwargs, named, key)
             self.cache[key] = config
         self.best_config = config
         if config.pre_hook is not None:
             config.pre_hook({**named, **config.all_kwargs()})
         return self.fn.run(*args, grid=grid, **kwargs, **config.all_kwargs())
 
-    def _tune(self, configs, args, grid, kwargs, named):
+    def _tune(self, configs, args, grid, kwargs, named, key=()):
+        from tritonpu.runtime import tuner
         from tritonpu.runtime.jit import DEFAULT_BACKEND
         backend = kwargs.get("backend") or os.environ.get("TRITONPU_BACKEND") or DEFAULT_BACKEND
-        if len(configs) == 1 or backend != "npu":
+        if backend != "npu" and self.auto:
+            return self._fallback(args, grid, kwargs)
+        if (len(configs) == 1 and not self.auto) or backend != "npu":
             return configs[0]
-        from tritonpu.profile.progress import bar
-        timings, first_error = {}, None
-        for config in bar(configs, total=len(configs), desc=f"autotune {self.__name__}"):
-            trial = [_trial_copy(a) for a in args]
-            trial_kwargs = {k: _trial_copy(v) for k, v in kwargs.items()}
-            for name in self.reset_to_zero:
-                if name in self.arg_names[:len(trial)]:
-                    trial[self.arg_names.index(name)][...] = 0
-            try:
-                h = self.fn.run(*trial, grid=grid, **trial_kwargs, **config.all_kwargs())
-            except CompilationError as e:        # does not fit the chip: not a candidate
-                first_error = first_error or e
-                continue
-            timings[config] = h.stats.cycles
-        if not timings:
-            raise first_error
-        self.configs_timings = timings
-        return min(timings, key=timings.get)
+        disk = self._disk_key(key, configs, kwargs)
+        if disk is not None and os.environ.get("TRITONPU_AUTOTUNE_CACHE", "").strip() != "refresh":
+            entry = tuner.load_best(disk)
+            config = self._from_disk(entry, configs) if entry else None
+            if config is not None:              # tuned by an earlier process
+                self.result, self.report, self.configs_timings = None, [], {}
+                from tritonpu.runtime import hooks
+                hooks.tuned(self, key, None, cached=entry)
+                return config
+        if self.auto:
+            result = tuner.search_auto(self.fn, args, kwargs, grid, self.reset_to_zero, self.executor, self.workers,
+                                       self.max_simulations, self.__name__, self._released_values)
+        else:
+            result = tuner.sweep_list(self.fn, configs, args, kwargs, grid, self.reset_to_zero, self.executor,
+                                      self.workers, self.__name__)
+        self.result, self.report = result, result.rows
+        self.configs_timings = result.timings
+        if disk is not None:
+            tuner.store_best(disk, result, self.__name__)
+        from tritonpu.runtime import hooks
+        hooks.tuned(self, key, result)
+        return result.best
 
+    def _disk_key(self, key, configs, kwargs):
+        flag = os.environ.get("TRITONPU_AUTOTUNE_CACHE", "").strip()
+        if flag in ("0", "false", "no") or not (self.cache_results or self.auto or flag):
+            return None
+        from tritonpu.runtime import tuner
+        space = "auto" if self.auto else repr([sorted(c.all_kwargs().items()) for c in configs])
+        launch = {k: repr(v) for k, v in kwargs.items() if as_array(v) is None or isinstance(v, (int, float))}
+        try:
+            return tuner.disk_key(self.fn, repr(key), space, launch)
+        except CompilationError:        # no source to hash: nothing kept on disk
+            return None
 
-def _trial_copy(value):
-    """A copy of an array argument (numpy, torch, ...) for a tuning trial, so trials leave the
-    caller's data alone; a strided view is copied with the span it covers, so the kernel's strides
-    still address it.  Other values as they are."""
-    if isinstance(value, (int, float, bool, str, type(None))):
-        return value
-    arr = as_array(value)
-    return value if arr is None else gm_span(arr, "argument").copy()
+    def _from_disk(self, entry, configs):
+        c = entry["config"]
+        if self.auto:
+            return Config(c["kwargs"], num_warps=c.get("num_warps", 4), num_stages=c.get("num_stages", 2),
+                          num_ctas=c.get("num_ctas", 1))
+        for config in configs:
+            if config.kwargs == c["kwargs"] and config.num_warps == c.get("num_warps") \
+                    and config.num_stages == c.get("num_stages"):
+                return config
+        return None
+
+    def _fallback(self, args, grid, kwargs):
+        """``configs="auto"`` off the NPU (no cycles to compare): the middle candidate of each block."""
+        from tritonpu.runtime import config_space, executors
+        jit, _ = executors.jit_of(self.fn)
+        tuned, _, _ = config_space.space(jit, args, kwargs, grid, 24)
+        return Config({p.name: p.values[(len(p.values) - 1) // 2] for p in tuned})
 
 
 class Heuristics(_Wrapped):
@@ -151,10 +199,13 @@ class Heuristics(_Wrapped):
 
 
 def autotune(configs, key, prune_configs_by=None, reset_to_zero=None, restore_value=None, pre_hook=None,
-             post_hook=None, warmup=None, rep=None, use_cuda_graph=False, do_bench=None, cache_results=False):
+             post_hook=None, warmup=None, rep=None, use_cuda_graph=False, do_bench=None, cache_results=False,
+             executor=None, workers=None, max_simulations=None):
+    """Triton's ``autotune``; ``configs="auto"``, ``executor=``, ``workers=`` and ``max_simulations=``
+    are tritonpu's (see the module doc)."""
     def decorator(fn):
         return Autotuner(fn, configs, key, prune_configs_by, reset_to_zero, restore_value, pre_hook, post_hook,
-                         warmup, rep, use_cuda_graph, do_bench, cache_results)
+                         warmup, rep, use_cuda_graph, do_bench, cache_results, executor, workers, max_simulations)
     return decorator
 
 

@@ -51,3 +51,23 @@ def launched(jitfn, handle, options) -> None:
     handle.check = options.pop("_check_report", None)
     for fn in list(_launch_listeners):
         fn(jitfn, handle)
+
+
+_tune_listeners: list = []
+
+
+def add_tune_listener(fn) -> None:
+    """``fn(autotuner, key, result, cached)`` is called after each autotune sweep (``result``: a
+    :class:`tritonpu.runtime.tuner.Result`) or when a key's choice came from the disk
+    (``result`` None, ``cached`` the stored entry)."""
+    _tune_listeners.append(fn)
+
+
+def remove_tune_listener(fn) -> None:
+    if fn in _tune_listeners:
+        _tune_listeners.remove(fn)
+
+
+def tuned(autotuner, key, result, cached=None) -> None:
+    for fn in list(_tune_listeners):
+        fn(autotuner, key, result, cached)
