@@ -86,11 +86,11 @@ def _patch_plain_launches(name: str, max_simulations):
 def format_table(rows: list) -> str:
     order = {"best": 0, "simulated": 1, "not simulated": 2, "failed": 3, "pruned": 4}
     rows = sorted(rows, key=lambda r: (order.get(r["status"], 5), r["cycles"] or 0, r["lower_bound"] or 0))
-    head = f"{'config':<44}{'status':<15}{'cycles':>9}{'eff':>7}  {'bound pipe':<11}{'lower bd':>9}  why"
+    head = f"{'config':<52}{'status':<15}{'cycles':>9}{'eff':>7}  {'bound pipe':<11}{'lower bd':>9}  why"
     lines = [head, "-" * len(head)]
     for r in rows:
         eff = f"{r['efficiency']:.3f}" if r["efficiency"] is not None else ""
-        lines.append(f"{r['config']:<44}{r['status']:<15}{r['cycles'] or '':>9}{eff:>7}  {r['bound_pipe'] or '':<11}"
+        lines.append(f"{r['config'][:51]:<52}{r['status']:<15}{r['cycles'] or '':>9}{eff:>7}  {r['bound_pipe'] or '':<11}"
                      f"{r['lower_bound'] or '':>9}  {(r['reason'] or '')[:110]}")
     return "\n".join(lines)
 
