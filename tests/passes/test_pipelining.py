@@ -104,6 +104,7 @@ CHECK-NEXT: %2 = mul %__grid_x, %__grid_y : i32
 CHECK-NEXT: %3 = mul %2, %__grid_z : i32
 CHECK-NEXT: for %0, %3, %1 {
 CHECK-NEXT: ^bb(%pid: i32):
+CHECK-NEXT: set_program %pid
 CHECK-NEXT: %4 = rem %pid, %__grid_x : i32
 CHECK-NEXT: %5 = div %pid, %__grid_x : i32
 CHECK-NEXT: %6 = rem %5, %__grid_y : i32
@@ -146,6 +147,7 @@ func @k(%y: ptr<i32>, %__grid_x: i32, %__grid_y: i32, %__grid_z: i32) {persisten
   %3 = mul %2, %__grid_z : i32
   for %0, %3, %1 {
   ^bb(%pid: i32):
+    set_program %pid
     %4 = rem %pid, %__grid_x : i32
     %o = cast %4 : i64
     %q = addptr %y, %o : ptr<i32>
