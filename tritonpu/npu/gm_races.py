@@ -8,8 +8,8 @@ simulator runs the programs in one particular order, so such a race never shows 
 this check reports it instead, naming both programs and both instructions.
 
 Per GM argument it keeps, per byte, the record of the last write and of a read by another program
-(4 + 4 bytes per GM byte; launches whose GM arguments exceed ``LIMIT`` skip the check, with a
-note).  A record is (program, core, kind, instruction).  The program is the grid program the core
+(two int32 per element of the argument — per byte once an access splits an element —, made when
+the argument is first accessed; launches whose GM arguments exceed ``LIMIT`` skip the check).  A record is (program, core, kind, instruction).  The program is the grid program the core
 runs (``set_program`` names it inside a persistent loop).  Reads and writes of two programs that
 ran on the same core are not compared: the compiler issues a program's loads ahead, during the
 previous program of its core (double buffering), so a read can carry the earlier program's id.
@@ -23,19 +23,44 @@ import numpy as np
 
 from .errors import RaceError
 
-LIMIT = 64 << 20            # GM bytes a launch may bind for the check to run
+LIMIT = 16 << 20            # GM bytes a launch may bind for the check to run
 PLAIN, ATOMIC, GUARDED = 0, 1, 2
 _KIND = {PLAIN: "", ATOMIC: "atomically ", GUARDED: "holding a lock "}
 
 
 class GmRaces:
-    def __init__(self, sizes: dict):
-        self.w = {n: np.full(s, -1, np.int32) for n, s in sizes.items()}
-        self.r = {n: np.full(s, -1, np.int32) for n, s in sizes.items()}   # <= -2: -2 - rec, read by several
+    def __init__(self, sizes: dict, granules: dict | None = None):
+        self.sizes = dict(sizes)
+        # bytes per map entry: the argument's element size while every access is whole elements
+        # (it drops to 1 — exactly, by repeating entries — at the first access that is not)
+        self.granule = {n: (granules or {}).get(n, 1) for n in sizes}
+        self.w: dict = {}       # name -> last write's record per granule (-1: none); made on first access
+        self.r: dict = {}       # name -> a read's record (-1: none; <= -2: -2 - rec, read by several)
         self.gpid = np.empty(256, np.int64)
         self.core = np.empty(256, np.int64)
         self.kind = np.empty(256, np.int8)
         self.inst: list = []
+
+    def _maps(self, name):
+        w = self.w.get(name)
+        if w is None:
+            g = self.granule[name]
+            n = -(-self.sizes[name] // g)
+            w = self.w[name] = np.full(n, -1, np.int32)
+            self.r[name] = np.full(n, -1, np.int32)
+        return w, self.r[name]
+
+    def _fit(self, name, *values) -> int:
+        """The granule to address ``values`` (byte offsets and lengths) with: the argument's, unless
+        one of them is not a multiple of it — then its maps become per byte from here on."""
+        g = self.granule[name]
+        if g > 1 and any((v % g) if isinstance(v, (int, np.integer)) else (np.asarray(v) % g).any() for v in values):
+            if name in self.w:
+                n = self.sizes[name]
+                self.w[name] = np.repeat(self.w[name], g)[:n]
+                self.r[name] = np.repeat(self.r[name], g)[:n]
+            g = self.granule[name] = 1
+        return g
 
     def _record(self, gpid, core, kind, inst) -> int:
         k = len(self.inst)
@@ -47,35 +72,55 @@ class GmRaces:
         self.inst.append(inst)
         return k
 
-    def access(self, st, name, write: bool, kind: int, inst, lo=None, hi=None, starts=None, length=0):
-        """Program ``st.gpid`` accesses bytes [lo, hi) of GM argument ``name`` (or ``length`` bytes
-        from each of ``starts``)."""
+    def access(self, st, name, write: bool, kind: int, inst, lo=None, hi=None, starts=None, length=0,
+               nseg=1, stride=0):
+        """Program ``st.gpid`` accesses bytes [lo, hi) of GM argument ``name`` — or ``nseg`` segments
+        of ``length`` bytes ``stride`` apart from ``lo`` — or ``length`` bytes from each of ``starts``."""
         if starts is not None:
             if length <= 0 or len(starts) == 0:
                 return
-            at = (np.asarray(starts, np.int64)[:, None] + np.arange(length, dtype=np.int64)).ravel()
+            g = self._fit(name, starts, length)
+            at = (np.asarray(starts, np.int64)[:, None] // g + np.arange(length // g, dtype=np.int64)).ravel()
+        elif nseg > 1:
+            if length <= 0:
+                return
+            g = self._fit(name, lo, length, stride)
+            at = _Segments(lo // g, nseg, length // g, stride // g)
         else:
             if hi <= lo:
                 return
-            at = slice(lo, hi)
+            g = self._fit(name, lo, hi)
+            at = slice(lo // g, hi // g)
         if kind == PLAIN and st.locks:
             kind = GUARDED
         rec = self._record(st.gpid, st.core, kind, inst)
         me, core = st.gpid, st.core
-        w, r = self.w[name], self.r[name]
+        w, r = self._maps(name)
+        where = at
+        if isinstance(at, _Segments):           # evenly strided segments: views, not index arrays
+            w, r, at = at.view(w), at.view(r), Ellipsis
         prev_w = w[at]
-        self._check(name, prev_w[prev_w >= 0], me, core, kind, write, True, inst, at, prev_w)
+        b = prev_w.max()
+        if b >= 0:              # written before: by whom (usually one record for the whole range)
+            a = prev_w.min()
+            recs = np.array([a]) if a == b else np.unique(prev_w[prev_w >= 0])
+            self._check(name, recs, me, core, kind, write, True, inst, where, prev_w)
+        prev_r = r[at]
+        a, b = prev_r.min(), prev_r.max()
         if write:
-            prev_r = r[at]
-            several = prev_r[prev_r <= -2]
-            readers = np.concatenate([prev_r[prev_r >= 0], -2 - several])
-            self._check(name, readers, me, core, kind, write, False, inst, at, prev_r)
+            if a != -1 or b != -1:
+                vals = np.array([a]) if a == b else np.unique(prev_r[prev_r != -1])
+                self._check(name, np.where(vals >= 0, vals, -2 - vals), me, core, kind, write, False, inst, where,
+                            prev_r)
             w[at] = rec
+        elif a == b:            # one previous state for the whole range (the common case)
+            if a == -1:
+                r[at] = rec
+            elif a >= 0:
+                r[at] = rec if self.gpid[a] == me else -2 - rec
         else:
-            prev_r = r[at]
             foreign = (prev_r >= 0) & (self.gpid[np.maximum(prev_r, 0)] != me)
-            new = np.where(prev_r == -1, rec, np.where(foreign, -2 - rec, prev_r))
-            r[at] = new
+            r[at] = np.where(prev_r == -1, rec, np.where(foreign, -2 - rec, prev_r))
 
     def _check(self, name, recs, me, core, kind, write, against_write, inst, at, prev):
         if recs.size == 0:
@@ -90,7 +135,7 @@ class GmRaces:
         j = int(np.argmax(conflict))
         rec = int(recs[j])
         prev_inst = self.inst[rec]
-        byte = self._first_byte(at, prev, rec)
+        byte = self._first_byte(at, prev, rec) * self.granule[name]
         where = (f"line {prev_inst.loc[1]}" if getattr(prev_inst, "loc", None) else f"assembly line {prev_inst.line}")
         did = "wrote" if against_write else "read"
         does = "writes" if write else "reads"
@@ -102,8 +147,23 @@ class GmRaces:
             inst=inst, addrs={name: byte})
 
     def _first_byte(self, at, prev, rec) -> int:
-        hit = np.nonzero((prev == rec) | (prev == -2 - rec))[0]
+        hit = np.flatnonzero((prev == rec) | (prev == -2 - rec))
         k = int(hit[0]) if hit.size else 0
         if isinstance(at, slice):
             return at.start + k
+        if isinstance(at, _Segments):
+            i, j = divmod(k, at.length)
+            return at.lo + i * at.stride + j
         return int(at[k])
+
+
+class _Segments:
+    """``nseg`` runs of ``length`` bytes, ``stride`` apart from ``lo``: a 2-D view of a per-byte map."""
+
+    def __init__(self, lo, nseg, length, stride):
+        self.lo, self.nseg, self.length, self.stride = lo, nseg, length, stride
+
+    def view(self, m):
+        e = m.itemsize
+        return np.lib.stride_tricks.as_strided(m[self.lo:], shape=(self.nseg, self.length),
+                                               strides=(self.stride * e, e))

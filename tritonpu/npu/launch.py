@@ -145,7 +145,8 @@ def bind(st, prog, args, base_dir=None):
                 x = x.item()
             st.scalar_args[p.slot] = to_type(x, SCALARS[p.dtype].np)
     sizes = {name: u8.size for name, u8 in st.gm.items()}
-    st.gm_races = GmRaces(sizes) if st.sanitize and sum(sizes.values()) <= GM_RACE_LIMIT else None
+    st.gm_races = GmRaces(sizes, {n: a.dtype.itemsize for n, a in arrays.items()}) \
+        if st.sanitize and sum(sizes.values()) <= GM_RACE_LIMIT else None
     return arrays
 
 

@@ -103,8 +103,10 @@ def _xfer(st, inst, prog):
         nseg, seg, ss, ds = g_nseg(), g_seg(), g_ss(), g_ds()
         sa, da = gs(), gd()
         sbuf, dbuf = sbuf_g(), dbuf_g()
-        check_whole(inst, nseg=nseg, seg_bytes=seg, src_stride=ss, dst_stride=ds, source_address=sa,
-                    destination_address=da)
+        if not (type(nseg) is int and type(seg) is int and type(ss) is int and type(ds) is int
+                and type(sa) is int and type(da) is int):           # (the common case, without a call)
+            check_whole(inst, nseg=nseg, seg_bytes=seg, src_stride=ss, dst_stride=ds, source_address=sa,
+                        destination_address=da)
         if nseg <= 0 or seg <= 0:
             tick(pipe, m.paths[path].latency or 1, inst, m.paths[path].latency)
             return
@@ -195,7 +197,7 @@ def _xfer(st, inst, prog):
                 cold, warm = cycles.l2_read(gm_seen[sname], gran, segs, lpl)
                 gmmaps.mark_segments(gm_read[sname], sa, nseg, rl, ss)
                 if st.gm_races is not None:
-                    st.gm_races.access(st, sname, False, PLAIN, inst, starts=starts, length=rl)
+                    st.gm_races.access(st, sname, False, PLAIN, inst, sa, length=rl, nseg=nseg, stride=ss)
             cost = cycles.read_transfer(m, path, cold, warm)
             st.add_bytes(path, nseg * rl, (cold, warm))
         elif dgm:
@@ -209,7 +211,8 @@ def _xfer(st, inst, prog):
                 _, beats, _ = cycles.granules(starts, dl, beat)
                 gmmaps.mark_segments(gm_written[dname], da, nseg, dl, ds)
                 if st.gm_races is not None:
-                    st.gm_races.access(st, dname, True, ATOMIC if atomic else PLAIN, inst, starts=starts, length=dl)
+                    st.gm_races.access(st, dname, True, ATOMIC if atomic else PLAIN, inst, da, length=dl, nseg=nseg,
+                                       stride=ds)
             cost = cycles.write_transfer(m, path, beats)
             st.add_bytes(path, nseg * dl)
         else:
@@ -259,7 +262,9 @@ def _gather(st, inst, prog):
         n, rb, rs, us = g_n(), g_rb(), g_rs(), g_us()
         gb, ua = g_g(), g_u()
         gbuf = gm[gname]
-        check_whole(inst, nrows=n, row_bytes=rb, row_stride=rs, dst_stride=us, gm_address=gb, address=ua)
+        if not (type(n) is int and type(rb) is int and type(rs) is int and type(us) is int and type(gb) is int
+                and type(ua) is int):
+            check_whole(inst, nrows=n, row_bytes=rb, row_stride=rs, dst_stride=us, gm_address=gb, address=ua)
         if n > 0 and rb > 0:
             _bounded(n * rb, gbuf.size, ubuf.size, inst, f"the gather moves {n} rows of {rb} bytes")
         if n <= 0 or rb <= 0:
