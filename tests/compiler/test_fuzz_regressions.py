@@ -211,3 +211,25 @@ def test_a_view_yielded_by_an_if_does_not_share_the_result_buffer_with_what_live
     _branch_bitcast[(1,)](xi, yi, o0, o1, BM=16, backend=backend)
     np.testing.assert_array_equal(o0, yi.astype(np.float32))
     np.testing.assert_array_equal(o1, xi.astype(np.float32))
+
+
+@tritonpu.jit
+def _if_yields_a_value_the_other_branch_reads(x_ptr, o_ptr, n, s, BM: tl.constexpr):
+    offs = tl.program_id(0) * BM + tl.arange(0, BM)
+    v = tl.load(x_ptr + offs).to(tl.float32)
+    if s > 3:
+        w = v
+    else:
+        w = offs / v            # offs.to(f32) was computed in the if's buffer, which v shared
+    tl.store(o_ptr + offs, w, mask=offs < n)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_an_in_place_chain_in_one_branch_leaves_the_other_branchs_value_alone(backend):
+    """Found by the fuzzer (seed 301028): the then-branch yields v (made before the if) and the
+    else-branch reads v after computing a temporary in place of its result: the temporary took
+    the if's buffer, which v shared, so the else-branch divided the temporary by itself."""
+    x = (np.arange(32) + 1).astype(np.float16)
+    o = np.zeros(32, np.float32)
+    _if_yields_a_value_the_other_branch_reads[(2,)](x, o, 32, 2, BM=16, backend=backend)
+    np.testing.assert_array_equal(o, np.arange(32, dtype=np.float32) / x.astype(np.float32))

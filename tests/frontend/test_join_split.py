@@ -160,19 +160,37 @@ def _sort_rows(x_ptr, y_ptr, N: tl.constexpr):
     tl.store(y_ptr + offs, tl.sort(tl.load(x_ptr + offs), descending=True))
 
 
-def test_a_sort_that_fits_only_without_double_buffering_compiles_without_it():
-    # a 512-element fp32 row fits UB with the sort's temporaries, but not next to a second buffer for
-    # the prefetched row: the kernel compiles without double buffering and says so in its notes
-    x = np.random.default_rng(5).standard_normal((4, 512)).astype(np.float32)
+@tritonpu.jit
+def _half_row_sums(x_ptr, o_ptr, R: tl.constexpr, N: tl.constexpr):
+    pid = tl.program_id(0)
+    r = tl.arange(0, R)[:, None]
+    x = tl.load(x_ptr + (pid * R + r) * N + tl.arange(0, N)[None, :])
+    tl.store(o_ptr + pid * R + tl.arange(0, R), tl.sum(x, axis=1))
+
+
+def test_long_sorts_fit_their_networks_in_ub():
+    # the network's reshapes of transposed halves are copies into planned tiles (they were scratch
+    # the emitter never gave back: a 1024-element row did not fit); 8192 fits, 16384 does not
+    x = np.random.default_rng(5).standard_normal((4, 1024)).astype(np.float32)
     y = np.zeros_like(x)
-    h = _sort_rows[(4,)](x, y, N=512)
+    h = _sort_rows[(4,)](x, y, N=1024)
     np.testing.assert_array_equal(y, np.sort(x, axis=1)[:, ::-1])
+    assert not h.stats.notes
+    with pytest.raises(CompilationError) as e:
+        _sort_rows[(4,)](np.zeros((4, 16384), np.float32), np.zeros((4, 16384), np.float32), N=16384)
+    assert "Unified Buffer" in str(e.value)
+    assert str(e.value).splitlines()[-1].index("^") == str(e.value).splitlines()[-2].index("tl.sort")
+
+
+def test_a_kernel_whose_temporaries_fit_only_without_double_buffering_compiles_without_it():
+    # an fp16 row sum widens its 16x1536 block to fp32 (a temporary): that fits UB next to the loaded
+    # block, not next to its second buffer too — compiled without double buffering, and it says so
+    x = (np.random.default_rng(6).random((48 * 16, 1536)) - 0.5).astype(np.float16)
+    o = np.zeros(48 * 16, np.float16)
+    h = _half_row_sums[(48,)](x, o, R=16, N=1536)
+    np.testing.assert_allclose(o, x.astype(np.float32).sum(1), atol=0.05)
     assert any(n.startswith("double buffering left out: the kernel needs") for n in h.stats.notes)
     assert "double-buffer" not in h.asm
-    with pytest.raises(CompilationError) as e:          # 1024 does not fit either way
-        _sort_rows[(4,)](np.zeros((4, 1024), np.float32), np.zeros((4, 1024), np.float32), N=1024)
-    assert "Unified Buffer (with temporaries)" in str(e.value)
-    assert str(e.value).splitlines()[-1].index("^") == str(e.value).splitlines()[-2].index("tl.sort")
 
 
 @tritonpu.jit

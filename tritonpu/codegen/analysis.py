@@ -27,7 +27,7 @@ from __future__ import annotations
 from tritonpu.codegen.coalesce import Coalescing
 from tritonpu.codegen.cube_homes import CubeHomes
 from tritonpu.codegen.homes import (L0C, L1, LOOPS, NOWHERE, ONCHIP, REG, REUSE_LOADED, UB,  # noqa: F401
-                                    VECTOR_SCALAR_OPS, VIEW_OPS, Group, elem_bytes, if_result_of, in_place_ok,
+                                    VECTOR_SCALAR_OPS, VIEW_OPS, Group, elem_bytes, if_result_of, in_place_ok, reshape_copies,
                                     l0c_bytes, loaded, tile_bytes)
 from tritonpu.ir import Function, Op, Value
 from tritonpu.ir.ops import TILE_LOADS
@@ -205,8 +205,8 @@ class Analysis(CubeHomes, Coalescing):
         for a in fn.args:
             group(a)
         for op in fn.walk():
-            if op.name in VIEW_OPS and op.results and (op.name != "bitcast"
-                                                        or elem_bytes(op.operands[0].type) == elem_bytes(op.result.type)):
+            if op.name in VIEW_OPS and op.results and not reshape_copies(op) and \
+                    (op.name != "bitcast" or elem_bytes(op.operands[0].type) == elem_bytes(op.result.type)):
                 # A view shares its operand's storage -- except a scalar register bitcast to
                 # another type: that is an sld into a register of its own (the operand may live on).
                 home = self.home.get(id(op.operands[0]), REG)

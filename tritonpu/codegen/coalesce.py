@@ -93,6 +93,16 @@ class Coalescing:
         """``y`` computed in place over an operand (``acc * alpha``, a dot over its ``acc``) that
         dies there and lives only in ``region``: that operand (and so on back, a loop's result
         with the tile it carried) takes the same buffer."""
+        chain = [y]
+        owner = region.parent
+
+        def clobbers(u) -> bool:
+            """Writing ``u`` into the buffer would overwrite a value sharing it that is still to be
+            read then (the other branch's yield, made before the if and read in this branch)."""
+            d = self.defined[id(u)]
+            return any(v.owner is not owner and not any(v is c for c in chain) and
+                       self.defined.get(id(v), 0) <= d < self.last_use.get(id(v), 0) for v in gr.values)
+
         while y.owner is not None and in_place_ok(y.owner) and y.owner.results:
             o, nxt = y.owner, None
             s = self.span[id(o)][0]
@@ -100,12 +110,13 @@ class Coalescing:
                 if self.home.get(id(u)) != UB or str(u.type) != str(y.type):
                     continue
                 gu = self.group_of.get(id(u))
-                if gu is None or gu is gr or gu.end > s:
+                if gu is None or gu is gr or gu.end > s or clobbers(u):
                     continue
                 if all(v.owner is not None and self._top_op(v.owner, region) is not None or
                        (v.owner is None and self._top_op(self._arg_owner(v), region) is not None)
                        for v in gu.values):
                     merge(gr, u)
+                    chain.append(u)
                     nxt = u
                     break
             if nxt is None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 
 from tritonpu.codegen.analysis import elem_bytes
+from tritonpu.codegen.homes import reshape_copies
 from tritonpu.codegen.values import Imm, Reg, Tile, asm_type
 
 _BIN = {"add": "vadd", "sub": "vsub", "mul": "vmul", "div": "vdiv", "rem": "vrem", "and": "vand", "or": "vor",
@@ -290,6 +291,11 @@ class VectorEmitter:
         elif op.name == "permute":
             order = op.attrs["order"]
             self.define(op.result, t.with_(shape=shape, strides=tuple(t.strides[i] for i in order)))
+        elif reshape_copies(op) and self.an.home.get(id(op.result)) == "ub":
+            # its own planned tile (homes.reshape_copies): the operand's elements in order, then viewed
+            d = Tile.dense(self.planned(op.result), t.dtype, t.shape, t.esize)
+            self.copy_tile(d, t)
+            self.define(op.result, Tile.dense(d.addr, d.dtype, shape, d.esize))
         else:   # reshape
             d = self.dense(t, persistent=True)
             self.define(op.result, Tile.dense(d.addr, d.dtype, shape, d.esize))

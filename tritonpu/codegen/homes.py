@@ -69,6 +69,24 @@ def loaded(v) -> bool:
     return v.owner is not None and v.owner.name in TILE_LOADS
 
 
+def reshape_copies(op) -> bool:
+    """A reshape of a view whose elements are not laid out densely in order — a permute, a
+    broadcast, or a view of one — cannot be another view of its operand's storage: it is a copy
+    into a tile of its own (planned like any result)."""
+    if op.name != "reshape":
+        return False
+    v = op.operands[0]
+    while v.owner is not None and v.owner.name in ("expand_dims", "bitcast"):
+        v = v.owner.operands[0]
+    o = v.owner
+    if o is None:
+        return False
+    if o.name == "permute":
+        moved = [d for i, d in enumerate(o.attrs["order"]) if d != i]
+        return any(o.operands[0].type.shape[d] > 1 for d in moved)
+    return o.name == "broadcast" and o.operands[0].type.shape != o.result.type.shape
+
+
 def in_place_ok(op) -> bool:
     """The op may write its result over an operand it reads last: one-instruction elementwise work,
     and a dot with an ``acc`` (FIX drains the product in chunks that are added to it row by row)."""
