@@ -351,29 +351,28 @@ def test_compiled_once_per_specialization():
     assert h2.kernel.backend_artifacts["cpu"] is art
 
 
-def test_large_modules_are_optimised_without_loop_unrolling(monkeypatch):
-    """A tl.sort of a 64x128 block took LLVM's loop unroller over a minute; big modules skip it (the
-    sort then compiles in seconds and runs faster), small ones keep it."""
-    import tritonpu.cpu.engine as engine
-    seen = []
-    real = engine.optimize
-    monkeypatch.setattr(engine, "optimize", lambda mod, tm, level=3, unroll=True: (seen.append(unroll),
-                                                                                    real(mod, tm, level, unroll)))
+def test_a_kernel_that_made_llvm_abort_compiles_and_matches(tmp_path):
+    """The fuzzer's seed 401393: with loop unrolling on, LLVM's loop vectoriser hit an assertion and
+    aborted the whole process (no exception a caller could catch).  Run in a subprocess, so that
+    a regression fails this test instead of killing the test run; the case checks cpu against ref
+    and the NPU bit for bit."""
+    import os
+    case = os.path.join(os.path.dirname(__file__), "cases", "llvm_unroll_abort_401393.py")
+    env = dict(os.environ, TRITONPU_CACHE_DIR=str(tmp_path / "cache"))
+    proc = subprocess.run([sys.executable, case], capture_output=True, text=True, timeout=600, env=env)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.strip().startswith("seed 401393: ok"), proc.stdout
 
+
+def test_a_long_sort_network_compiles_quickly_enough_to_run():
+    """A 64x128 fp32 tl.sort: the loop unroller once took over a minute on its network; the result
+    must equal numpy's either way (the compile time itself is a bench/ figure, not a test)."""
     @tritonpu.jit
     def sort_rows(x_ptr, o_ptr, R: tl.constexpr, N: tl.constexpr):
         r, c = tl.arange(0, R)[:, None], tl.arange(0, N)[None, :]
         tl.store(o_ptr + r * N + c, tl.sort(tl.load(x_ptr + r * N + c), dim=1))
 
-    @tritonpu.jit
-    def double(x_ptr, N: tl.constexpr):
-        offs = tl.arange(0, N)
-        tl.store(x_ptr + offs, tl.load(x_ptr + offs) * 2)
-
     x = np.random.default_rng(0).random((64, 128)).astype(np.float32)
     o = np.zeros_like(x)
     sort_rows[(1,)](x, o, R=64, N=128, backend="cpu")
     np.testing.assert_array_equal(o, np.sort(x, 1))
-    y = np.ones(64, np.float32)
-    double[(1,)](y, N=64, backend="cpu")
-    assert seen == [False, True] and (y == 2).all()
