@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import re
 
-from tritonpu.codegen.analysis import UB, Analysis, elem_bytes
+from tritonpu.codegen.analysis import Analysis, elem_bytes
 from tritonpu.codegen.asmlist import Access, If, Instr, Loop, While
 from tritonpu.codegen.emit_cube import CubeEmitter
 from tritonpu.codegen.emit_memory import MemoryEmitter

@@ -11,7 +11,7 @@ import math
 
 from tritonpu.codegen.analysis import elem_bytes
 from tritonpu.codegen.homes import reshape_copies
-from tritonpu.codegen.values import Imm, Reg, Tile, asm_type
+from tritonpu.codegen.values import Imm, Tile, asm_type
 
 _BIN = {"add": "vadd", "sub": "vsub", "mul": "vmul", "div": "vdiv", "rem": "vrem", "and": "vand", "or": "vor",
         "xor": "vxor", "shl": "vshl", "shr": "vshr", "maximum": "vmax", "minimum": "vmin", "pow": "vpow"}

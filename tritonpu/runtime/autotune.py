@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import os
 
-import numpy as np
 
 from tritonpu.errors import CompilationError, LaunchError
 from tritonpu.runtime.arrays import as_array

@@ -27,6 +27,7 @@ from tritonpu.runtime import hooks
 from tritonpu.runtime import options as launch_options
 from tritonpu.runtime.arrays import as_array, gm_span
 from tritonpu.runtime.options import TRITON_OPTIONS
+from tritonpu.tools.tensor_descriptor import TensorDescriptor
 
 BACKENDS = ("ref", "cpu", "npu")
 DEFAULT_BACKEND = "npu"
@@ -154,7 +155,6 @@ def arg_type(name: str, value) -> T.Type:
 
 
 def _is_host_descriptor(value) -> bool:
-    from tritonpu.tools.tensor_descriptor import TensorDescriptor
     return isinstance(value, TensorDescriptor)
 
 
