@@ -48,6 +48,28 @@ CHECK-NEXT: %s = add %c, %c : i32
 """)
 
 
+def test_cse_leaves_block_splats_apart():
+    # a block splat is made again where it is needed: merged, the first tile would stay on chip
+    # until the second's last use (a 64 KiB accumulator kept alive across a whole loop)
+    out = run_passes("""
+func @k(%p: ptr<f32>, %n: i32) {
+  %c = constant {value = 0.0} : f32 loc(#f0:1:0)
+  %one = constant {value = 1} : i32 loc(#f0:1:0)
+  %B = constant {value = 16} : i32 loc(#f0:1:0)
+  %a = splat %c : tensor<16xf32> loc(#f0:2:0)
+  %b = splat %c : tensor<16xf32> loc(#f0:3:0)
+  %s = add %a, %b : tensor<16xf32> loc(#f0:4:0)
+  store_tile %p, %one, %B, %s loc(#f0:5:0)
+  return loc(#f0:6:0)
+}
+""", ["cse", "dce"])
+    filecheck(out, """
+CHECK: %a = splat %c : tensor<16xf32>
+CHECK-NEXT: %b = splat %c : tensor<16xf32>
+CHECK-NEXT: %s = add %a, %b : tensor<16xf32>
+""")
+
+
 def test_cse_reuses_outer_value_inside_loop_region():
     out = run_passes("""
 func @k(%p: ptr<i32>, %n: i32) {

@@ -195,3 +195,46 @@ def test_fix_multiplies_a_dot_by_a_scalar_on_the_way_out_bitwise_as_the_vector_u
     assert "scale=" in isas[False] and "vmuls" not in isas[False], isas[False]
     assert "scale=" not in isas[True] and "vmuls.f32" in isas[True]
     assert outs[False].tobytes() == outs[True].tobytes()
+
+
+@pytest.mark.parametrize("block_n", [64, 128])
+def test_flash_attention_head_dim_128_keeps_its_accumulator_in_place(block_n):
+    # BLOCK_M 128, head dim 128: the 64 KiB fp32 accumulator (acc * alpha + p @ v) is updated in
+    # place in the loop's carried buffer -- no copy at the yield -- so the staggered loop fits the
+    # Unified Buffer next to 32 or 64 KiB of scores (at 128 only by placing the largest tiles
+    # first); consecutive dots use alternate halves of L0C (the scores of the next trip are
+    # computed while FIX still drains p @ v)
+    fa = _fa()
+    rng = np.random.default_rng(block_n)
+    q, k, v = ((rng.standard_normal((1, 300, 128)) * 0.5).astype(np.float16) for _ in range(3))
+    out, h = fa.attention(q, k, v, BLOCK_M=128, BLOCK_N=block_n)
+    np.testing.assert_allclose(out.astype(np.float64), fa.reference(q, k, v), rtol=2e-2, atol=2e-2)
+    assert 'stagger = "on"' in h.asm["buffer-planning"]
+    isa = h.asm["isa"]
+    assert not re.search(r"vmov\.f32 \S+, \S+, 16384\b", isa), "the accumulator is copied"
+    assert sorted(set(re.findall(r"mmad\S* l0c\[(\d+)\]", isa))) == ["0", "65536"]
+    off, _ = fa.attention(q, k, v, BLOCK_M=128, BLOCK_N=block_n, disable_passes=("stagger",))
+    assert out.tobytes() == off.tobytes()
+
+
+def test_first_fit_places_the_largest_tiles_first_when_definition_order_fragments():
+    # in order of definition a short-lived and a long-lived 32-byte tile sit side by side and the
+    # 64-byte one made after the short one dies finds no 64 contiguous bytes below 96
+    from tritonpu.codegen.homes import Group
+    from tritonpu.errors import CompilationError
+    from tritonpu.passes.buffer_planning import _first_fit
+    from tritonpu.ir import Value
+    from tritonpu.ir.types import parse_type
+
+    def group(name, start, end, n):
+        return Group(values=[Value(parse_type(f"tensor<{n // 4}xf32>"), name)], start=start, end=end, bytes=n)
+
+    short, long_, big = group("short", 0, 1, 32), group("long", 0, 10, 32), group("big", 2, 10, 64)
+    addr: dict = {}
+    assert _first_fit([short, long_, big], 32, 96, "ub", addr) == 96
+    spans = {id(g): (addr[id(g)], addr[id(g)] + g.bytes) for g in (short, long_, big)}
+    for a, b in ((long_, big), (short, long_)):            # the pairs that are live together
+        (a0, a1), (b0, b1) = spans[id(a)], spans[id(b)]
+        assert a1 <= b0 or b1 <= a0, spans
+    with pytest.raises(CompilationError, match="needs 128 bytes of Unified Buffer at once but UB holds 64: `big`"):
+        _first_fit([short, long_, big], 32, 64, "ub", {})

@@ -2,7 +2,7 @@
 if's result and what its branches make, in-place updates) -- part of :class:`analysis.Analysis`."""
 from __future__ import annotations
 
-from tritonpu.codegen.homes import L1, UB, Group, in_place_ok, loaded
+from tritonpu.codegen.homes import L1, LOOPS, UB, Group, in_place_ok, loaded
 from tritonpu.ir import Op
 
 
@@ -37,10 +37,10 @@ class Coalescing:
                 continue
             last = 0
             for v in ga.values:
-                if v in op.results:
-                    continue
+                if v in op.results or (v.owner is not None and self._top_op(v.owner, body) is None):
+                    continue    # made outside the body (the init before it, the odd trips after it)
                 for u, _ in self.users.get(id(v), []):
-                    if u is term:
+                    if u is term or _writes_over(u, v, y):
                         continue
                     top = self._top_op(u, body)
                     if top is None:
@@ -50,6 +50,7 @@ class Coalescing:
                     last = max(last, s if (top is u and in_place_ok(u)) else e)
             if all(self.defined[id(v)] > last for v in gy.values):
                 merge(ga, y)
+                self._in_place_chain(y, body, ga, merge)    # (an unrolled body's acc * alpha + dot, twice)
         # an initial tile used only to start the loop is built in the carried buffer directly
         for i, (arg, init) in enumerate(zip(body.args[1:], op.operands[3:])):
             h = self.home.get(id(arg))
@@ -61,11 +62,35 @@ class Coalescing:
             if ga is gi or any(w is init for j, w in enumerate(op.operands) if j != 3 + i):
                 continue
             start = self.span[id(op)][0]
-            if all(v.owner is not None and v.owner.parent is op.parent and self.defined[id(v)] < start
-                   and all(u is op for u, _ in self.users.get(id(v), [])
-                           if not (u.parent is op.parent and self.span[id(u)][0] < start))
-                   and self.last_use.get(id(v), 0) <= start + 1 for v in gi.values):
+            if all(v.owner is not None and self.defined[id(v)] < start and
+                   (v.owner.parent is op.parent and self.last_use.get(id(v), 0) <= start + 1 or
+                    self._no_loop_between(v.owner.parent, op))
+                   and all(u is op or self._elsewhere(u, op) for u, _ in self.users.get(id(v), [])
+                           if not (u.parent is op.parent and self.span[id(u)][0] < start)) for v in gi.values):
                 merge(ga, init)
+
+    @staticmethod
+    def _no_loop_between(region, op: Op) -> bool:
+        """``op`` is inside ``region`` with no loop around it there: a value of ``region`` is made
+        anew before each time ``op`` runs."""
+        r = op.parent
+        while r is not region:
+            if r is None or r.parent is None or r.parent.name in ("for", "while"):
+                return False
+            r = r.parent.parent
+        return True
+
+    def _elsewhere(self, u: Op, op: Op) -> bool:
+        """``u`` runs only where ``op`` does not: in a branch of an ``if`` whose other branch holds
+        ``op`` (``if trips { for (init) ... } else { yield init }``)."""
+        r = op.parent
+        while r is not None and r.parent is not None:
+            owner = r.parent
+            if owner.name == "if" and any(self._top_op(u, other) is not None
+                                          for other in owner.regions if other is not r):
+                return True
+            r = owner.parent
+        return False
 
     def _coalesce_branches(self, op: Op, merge) -> None:
         """A tile a branch computes and yields is computed in the if's result buffer."""
@@ -85,14 +110,16 @@ class Coalescing:
                     continue
                 if all(v.owner is not None and self._top_op(v.owner, region) is not None for v in gy.values):
                     merge(gr, y)
-                    self._in_place_chain(y, region, gr, merge)
+                    self._in_place_chain(y, region, gr, merge, i)
                 elif self._dies_into(op, i, y):
                     merge(gr, y)
 
-    def _in_place_chain(self, y, region, gr: Group, merge) -> None:
+    def _in_place_chain(self, y, region, gr: Group, merge, result: int | None = None) -> None:
         """``y`` computed in place over an operand (``acc * alpha``, a dot over its ``acc``) that
-        dies there and lives only in ``region``: that operand (and so on back, a loop's result
-        with the tile it carried) takes the same buffer."""
+        dies there and lives only in ``region`` -- or, ``region`` being the branch of an ``if``
+        yielding its result ``result``, dies into that result (a loop before the ``if`` whose result
+        the other branch yields as it is): that operand (and so on back, a loop's result with the
+        tile it carried) takes the same buffer."""
         chain = [y]
         owner = region.parent
 
@@ -107,14 +134,16 @@ class Coalescing:
             o, nxt = y.owner, None
             s = self.span[id(o)][0]
             for u in o.operands:
-                if self.home.get(id(u)) != UB or str(u.type) != str(y.type):
+                if self.home.get(id(u)) != UB or str(u.type) != str(y.type) or not _writes_over(o, u, y):
                     continue
                 gu = self.group_of.get(id(u))
-                if gu is None or gu is gr or gu.end > s or clobbers(u):
+                if gu is None or gu is gr or self._live_after(gu, s, region) or clobbers(u):
                     continue
                 if all(v.owner is not None and self._top_op(v.owner, region) is not None or
                        (v.owner is None and self._top_op(self._arg_owner(v), region) is not None)
-                       for v in gu.values):
+                       for v in gu.values) or \
+                        (result is not None and region.parent.name == "if" and
+                         self._dies_into(region.parent, result, u)):
                     merge(gr, u)
                     chain.append(u)
                     nxt = u
@@ -122,6 +151,32 @@ class Coalescing:
             if nxt is None:
                 return
             y = nxt
+
+    def _live_after(self, g: Group, s: int, region) -> bool:
+        """Whether a value of ``g`` is made or read after step ``s`` -- not counting reads in the other
+        branches of the ``if`` that ``region`` is a branch of (they run only where this one does not)."""
+        owner = region.parent
+        others = [r for r in owner.regions if r is not region] if owner is not None and owner.name == "if" else []
+        for v in g.values:
+            d = self.defined.get(id(v), 0)
+            if d > s:
+                return True
+            for u, _ in self.users.get(id(v), []):
+                if not any(self._top_op(u, r) is not None for r in others) and self._read_at(v, u) > s:
+                    return True
+        return False
+
+    def _read_at(self, v, u: Op) -> int:
+        """The last step at which ``u`` reads ``v`` (a loop entered after ``v`` was made reads it
+        in every trip: until the loop's end)."""
+        d = self.defined.get(id(v), 0)
+        at = self.span[id(u)][0] + (0 if in_place_ok(u) else 1)
+        o = u.parent.parent if u.parent is not None else None
+        while o is not None:
+            if o.name in LOOPS and self.span[id(o)][0] > d:
+                at = max(at, self.span[id(o)][1])
+            o = o.parent.parent if o.parent is not None else None
+        return at
 
     def _arg_owner(self, v):
         """The op whose region has ``v`` as an argument (None for a function argument)."""
@@ -142,7 +197,8 @@ class Coalescing:
         def inside(u):
             return any(self._top_op(u, r) is not None for r in op.regions)
 
-        if any(not inside(u) for v in ours for u, _ in self.users.get(id(v), [])):
+        begin = self.span[id(op)][0]
+        if any(not inside(u) and self._read_at(v, u) >= begin for v in ours for u, _ in self.users.get(id(v), [])):
             return False                # read after the if (or beside it): its buffer must stay
         for region in op.regions:
             yb = region.terminator.operands[i] if region.terminator is not None else None
@@ -156,7 +212,8 @@ class Coalescing:
                         s, e = self.span[id(top)]
                         last = max(last, s if (top is u and in_place_ok(u)) else e)
             gb = self.group_of[id(yb)]
-            if not all(any(v is r for r in op.results) or
+            end = self.span[id(op)][1]
+            if not all(any(v is r for r in op.results) or self.defined[id(v)] > end or   # (made after the if)
                        (v.owner is not None and self._top_op(v.owner, region) is not None and
                         self.defined[id(v)] > last) or
                        (v.owner is None and self._top_op(self._arg_owner(v), region) is not None and
@@ -172,3 +229,8 @@ class Coalescing:
             o = region.parent if region is not None else None
         return o
 
+
+def _writes_over(u: Op, v, y) -> bool:
+    """``u`` computes ``y`` and may write it over its operand ``v`` in place (``acc * alpha``, a dot
+    over its ``acc``): ``v`` read there does not keep ``y`` out of ``v``'s buffer."""
+    return y.owner is u and in_place_ok(u) and (u.name != "dot" or u.operands[2] is v)

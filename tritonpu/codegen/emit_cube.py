@@ -91,6 +91,12 @@ class CubeEmitter:
         c_at = _ceil_to(int(self.fn.attrs.get("l0c_peak", 0)), 64)
         if c_at + M * np_ * 4 > self.m.capacity["l0c"]:
             self.fail(f"tl.dot needs {c_at + M * np_ * 4} bytes of L0C but it holds {self.m.capacity['l0c']}")
+        # consecutive dots drained by FIX use alternate halves of what L0C has left when two
+        # products fit: the cube computes the next while FIX still drains this one
+        half = (self.m.capacity["l0c"] - c_at) // 2 // 64 * 64
+        if M * np_ * 4 <= half:
+            self._l0c_parity = 1 - getattr(self, "_l0c_parity", 1)
+            c_at += self._l0c_parity * half
         c = Tile.dense(c_at, tacc, (M, N), 4, "l0c")
         self._products(c, tacc, M, N, K, np_, init=1)
         dst = self.out_tile(op.result)

@@ -17,6 +17,7 @@ from tritonpu.codegen.sync import insert_sync
 from tritonpu.errors import CompilationError, ExecutionError, LaunchError
 from tritonpu.ir import parse_function
 from tritonpu.passes import PassManager
+from tritonpu.passes.buffer_planning import TRIAL_AFTER_CLEANUP
 from tritonpu.passes.manager import PassError
 from tritonpu.passes.versioning import launch_values
 
@@ -91,6 +92,17 @@ def _compile_npu(ir_text: str, options, print_after) -> NpuKernel:
             pm.run(fn)
     except PassError as e:
         raise CompilationError(f"internal compiler error: {e}") from None
+    except CompilationError as e:
+        # a loop rewrite judged to fit before the cleanup pass, which then changed what is live
+        # together: compile again, judging each rewrite on the cleaned-up function
+        if " at once but " not in e.message or TRIAL_AFTER_CLEANUP.get() or \
+                not any(k in pm.pipeline for k in ("stagger", "double-buffer")):
+            raise
+        token = TRIAL_AFTER_CLEANUP.set(True)
+        try:
+            return _compile_npu(ir_text, options, print_after)
+        finally:
+            TRIAL_AFTER_CLEANUP.reset(token)
     for name, text in pm.dumps:
         out.asm[name] = text
     out.persistent = bool(fn.attrs.get("persistent"))

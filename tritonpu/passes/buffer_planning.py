@@ -13,6 +13,9 @@ at the peak, its size and the capacity.
 """
 from __future__ import annotations
 
+import contextvars
+import copy
+
 from tritonpu.codegen.analysis import L1, ONCHIP, REUSE_LOADED, UB, Analysis
 from tritonpu.errors import CompilationError
 from tritonpu.isa.machines import machine as get_machine
@@ -23,32 +26,49 @@ def _align(n: int, a: int) -> int:
     return (n + a - 1) // a * a
 
 
-def _first_fit(groups, align: int, cap: int, space: str, addr_of: dict) -> int:
-    active: list = []        # (addr, end_addr, group)
-    peak = 0
-    for g in sorted(groups, key=lambda g: (g.start, -g.bytes)):
-        active = [a for a in active if a[2].end >= g.start]
+def _place(groups, align: int, cap: int) -> tuple[int, dict, list]:
+    """First fit in the order given: (peak, id(group) -> address, the groups live where the peak
+    first passed ``cap`` with the peak then -- or the peak's, if it never did)."""
+    placed: list = []        # (addr, end_addr, group)
+    addrs: dict = {}
+    peak, at_peak = 0, []
+    for g in groups:
+        live = [a for a in placed if a[2].start <= g.end and g.start <= a[2].end]
         size = _align(max(g.bytes, 1), align)
         at = 0
-        for lo, hi, _ in sorted(active, key=lambda a: a[0]):
+        for lo, hi, _ in sorted(live, key=lambda a: a[0]):
             if at + size <= lo:
                 break
             at = max(at, _align(hi, align))
-        active.append((at, at + size, g))
-        addr_of[id(g)] = at
+        placed.append((at, at + size, g))
+        addrs[id(g)] = at
         if at + size > peak:
+            if peak <= cap:
+                at_peak = (at + size, live + [placed[-1]])
             peak = at + size
-            if peak > cap:
-                live = max(active, key=lambda a: a[1] - a[0])[2]
-                v = live.first
-                # (a loop-carried group starts with the region argument: its source is where a
-                # member is computed)
-                where = next((x.owner.loc for x in live.values if x.owner is not None), None)
-                name = f"`{v.name}`" if v.name else f"a {v.type} value"
-                full = {"ub": "Unified Buffer", "l1": "L1", "l0c": "L0C"}[space]
-                raise CompilationError.at(
-                    f"the kernel needs {peak} bytes of {full} at once but {space.upper()} holds {cap}: {name} "
-                    f"({v.type}) alone takes {live.bytes} bytes; use smaller blocks", where)
+    return peak, addrs, at_peak
+
+
+def _first_fit(groups, align: int, cap: int, space: str, addr_of: dict) -> int:
+    """Addresses by first fit in order of definition; when that leaves no room (live tiles of
+    different lifetimes fragment the space), first fit again largest group first."""
+    peak, addrs, at_peak = _place(sorted(groups, key=lambda g: (g.start, -g.bytes)), align, cap)
+    if peak > cap:
+        alt = _place(sorted(groups, key=lambda g: (-g.bytes, g.start)), align, cap)
+        if alt[0] <= cap:
+            peak, addrs, at_peak = alt
+    addr_of.update(addrs)
+    if peak > cap:
+        peak, live = at_peak[0], max(at_peak[1], key=lambda a: a[1] - a[0])[2]
+        v = live.first
+        # (a loop-carried group starts with the region argument: its source is where a
+        # member is computed)
+        where = next((x.owner.loc for x in live.values if x.owner is not None), None)
+        name = f"`{v.name}`" if v.name else f"a {v.type} value"
+        full = {"ub": "Unified Buffer", "l1": "L1", "l0c": "L0C"}[space]
+        raise CompilationError.at(
+            f"the kernel needs {peak} bytes of {full} at once but {space.upper()} holds {cap}: {name} "
+            f"({v.type}) alone takes {live.bytes} bytes; use smaller blocks", where)
     return peak
 
 
@@ -70,6 +90,23 @@ def _check_l1_carries(an: Analysis) -> None:
                     raise CompilationError.at(
                         f"the loop carries a {arg.type} dot operand in L1, but its {what} value cannot be "
                         "built in the carried buffer (L1 has no copy path to itself)", op.loc)
+
+
+# Passes that rewrite a loop and keep the rewrite only if the kernel still fits (stagger,
+# double-buffer) ask ``trial_plan``.  Quickly, it plans the function as it stands; the cleanup pass
+# that runs before buffer planning (cse, dce) can still change what is live together, so when the
+# final plan then overflows, the compile is run again with ``TRIAL_AFTER_CLEANUP`` set: each trial
+# plans a cleaned-up copy, exactly what buffer planning will see.
+TRIAL_AFTER_CLEANUP = contextvars.ContextVar("trial_after_cleanup", default=False)
+
+
+def trial_plan(fn) -> None:
+    """Raise ``CompilationError`` if ``fn`` does not fit on chip (see ``TRIAL_AFTER_CLEANUP``)."""
+    if TRIAL_AFTER_CLEANUP.get():
+        from tritonpu.passes.dce import Cleanup
+        fn = copy.deepcopy(fn)
+        Cleanup().run(fn)
+    plan(fn, reuse=False)
 
 
 def plan(fn, machine="ascend910b", reuse: bool = True) -> tuple[Analysis, dict]:

@@ -10,9 +10,10 @@ arguments are taken not to overlap unless the function has ``may_alias = true``:
 checks the arrays it passes and compiles such a specialization when two of them share memory;
 then any write ends every earlier load's reuse.  Two loads of a dot operand staged in L1 are not
 merged when one of them starts a loop (a ``for``'s initial carried value): the loop builds it in
-its own carried buffer, and nothing could copy an L1 tile there (a UB tile is copied); likewise two
-block splats or constants of which one starts a loop (merged, one tile would live across both loops
-and be copied into each carried buffer).
+its own carried buffer, and nothing could copy an L1 tile there (a UB tile is copied).  Block
+splats and constants are never merged: making one again is one vector instruction, while keeping the
+first alive until the second's uses holds a tile of on-chip memory all that time (and a tile that
+starts a loop is built in that loop's carried buffer).
 """
 from __future__ import annotations
 
@@ -101,11 +102,7 @@ class CommonSubexpressionElimination(Pass):
                 continue
             if load and self._l1_loop_start(prev, op):
                 continue
-            if op.name in ("splat", "constant") and op.results[0].type.is_block and \
-                    (id(prev.results[0]) in self.inits or id(op.results[0]) in self.inits):
-                continue        # a tile that starts a loop is built in that loop's carried buffer
-            if op.name in ("splat", "constant") and op.results[0].type.is_block and \
-                    (id(prev.results[0]) in self.inits or id(op.results[0]) in self.inits):
-                continue
+            if op.name in ("splat", "constant") and op.results[0].type.is_block:
+                continue        # made again where it is needed: one tile kept alive in between costs more
             for old, new in zip(op.results, prev.results):
                 mapping[id(old)] = new

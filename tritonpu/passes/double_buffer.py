@@ -114,7 +114,7 @@ class DoubleBuffer(Pass):
         loads = lp.candidates(nexts)
         if not loads:
             return
-        from tritonpu.passes.buffer_planning import plan
+        from tritonpu.passes.buffer_planning import trial_plan
         region = op.parent
         saved = list(region.ops)
         reason = ""
@@ -130,7 +130,7 @@ class DoubleBuffer(Pass):
             for o in new_ops:
                 o.parent = region
             try:
-                plan(fn, reuse=False)
+                trial_plan(fn)
                 return
             except CompilationError as e:
                 region.ops = list(saved)

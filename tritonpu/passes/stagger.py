@@ -104,7 +104,7 @@ class Stagger(Pass):
                     break
 
     def _apply(self, fn: Function, op: Op, x: int, stage0: list, stage1: list, cross: list) -> None:
-        from tritonpu.passes.buffer_planning import plan
+        from tritonpu.passes.buffer_planning import trial_plan
         region = op.parent
         saved = list(region.ops)
         prelude, new = self._rewrite(op, x, stage0, stage1, cross)
@@ -114,7 +114,7 @@ class Stagger(Pass):
         for o in region.ops:
             o.parent = region
         try:
-            plan(fn, reuse=False)
+            trial_plan(fn)
         except CompilationError as e:
             region.ops = saved
             replace_all_uses(fn, new.results, op.results)
