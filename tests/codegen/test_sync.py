@@ -242,6 +242,20 @@ def test_loop_carried_war_is_synced_golden():
     np.testing.assert_array_equal(y, x + 1)
 
 
+def test_loops_one_after_another_share_their_carried_event_ids():
+    # a loop-carried pair is pending from before its loop to after it: the next loop may use the
+    # same id, so a kernel with many loops (versions of one K loop) does not run out of ids and
+    # fall back to a set_flag right before its wait (which made MTE1 wait for MTE2's next loads)
+    nodes = [loop(f"s{2 * k}", 4, [S(f"mul s{2 * k + 1}, s{2 * k}, 4096"), load(0, off=f"s{2 * k + 1}"),
+                                   vadds(4096, 0), store(4096, off=f"s{2 * k + 1}")]) for k in range(3)]
+    synced(nodes, max_events=3)
+    lines = body_lines(nodes)
+    pre = [lines[i - 2:i] for i, ln in enumerate(lines) if ln.startswith("for ")]
+    assert pre == [["set_flag MTE3, V, 2", "set_flag V, MTE2, 2"]] * 3, lines
+    x, y = run(nodes)
+    np.testing.assert_array_equal(y, x + 1)
+
+
 def test_loop_without_pass_races_on_the_back_edge():
     def build():
         nodes = tiled()

@@ -127,8 +127,10 @@ class _Pass:
             raise ValueError("max_events must be at least 1")
         self.max_events = max_events
         self.report = SyncReport()
-        self.reserved: dict = {}     # (src, dst) -> {event ids held by loop-carried pairs}
+        self.reserved: dict = {}     # (src, dst) -> {(id(Loop), producer): event id of a loop-carried pair}
         self.carried: dict = {}      # id(Loop) -> {(src, dst, ev)} to pre-set before / drain after it
+        self.active: list = []       # ids of the Loops around the code being placed, outermost first
+        self.outer: dict = {}        # id(Loop) -> ids of the Loops around it
 
     # ---- structure ------------------------------------------------------------------------------
     def block(self, nodes: list, st: _State, emit: bool, loop: Loop | None = None) -> _State:
@@ -178,10 +180,24 @@ class _Pass:
 
     def loop(self, n: Loop, entry: _State, emit: bool) -> _State:
         ctx = n if n.carry_flags else None
-        head = self._fixpoint(entry, lambda s: self.block(n.body, s.copy(), False, ctx))
-        if emit:
-            self.block(n.body, head.copy(), True, ctx)
+        self.outer[id(n)] = tuple(self.active)
+        self.active.append(id(n))
+        try:
+            head = self._fixpoint(entry, lambda s: self.block(n.body, s.copy(), False, ctx))
+            if emit:
+                self.block(n.body, head.copy(), True, ctx)
+        finally:
+            self.active.pop()
         return head                                 # exit at the head: after 0 or more trips
+
+    def held(self, src: str, dst: str, loop_id=None) -> set:
+        """Event ids of (src, dst) that loop-carried pairs keep pending here: those of the loops
+        around the code being placed -- a pair of one loop is pending from before it to after it,
+        so loops one after another share ids.  With ``loop_id`` (choosing a carried id for that
+        loop): also those of the loops inside it."""
+        active = set(self.active)
+        return {e for (lid, _), e in self.reserved.get((src, dst), {}).items()
+                if lid in active or (loop_id is not None and loop_id in self.outer.get(lid, ()))}
 
     def while_(self, n: While, entry: _State, emit: bool) -> _State:
         def trip(s, em=False):
@@ -284,13 +300,14 @@ class _Segment:
         return src, ("carried", kk), ev, keys
 
     def _carried_event(self, src, dst, kk):
-        held = self.p.reserved.setdefault((src, dst), {})
+        ids = self.p.reserved.setdefault((src, dst), {})
         key = (id(self.loop), kk)
-        if key in held.values():
-            return next(e for e, v in held.items() if v == key)
+        if key in ids:
+            return ids[key]
+        held = self.p.held(src, dst, id(self.loop))
         for e in range(self.p.max_events - 1, 0, -1):
             if e not in held:
-                held[e] = key
+                ids[key] = e
                 self.p.carried.setdefault(id(self.loop), set()).add((src, dst, e))
                 return e
         return None
@@ -299,7 +316,7 @@ class _Segment:
         dst = self.instrs[i].pipe
         start, end = (k, 1, self.tick + 1), (i, 0, self.tick + 2)
         used = {e for e, a, b in self.busy.get((src, dst), ()) if not (b < start or end < a)}
-        used |= set(self.p.reserved.get((src, dst), {}))
+        used |= self.p.held(src, dst)
         return next((e for e in range(self.p.max_events) if e not in used), None)
 
     def _apply(self, plan, dst: str, i: int):
@@ -310,7 +327,8 @@ class _Segment:
             self.st.cover(dst, keys)
             return
         if k is None:               # every earlier flag of this run was waited for: any id is free
-            ev = next(e for e in range(self.p.max_events) if e not in self.p.reserved.get((src, dst), {}))
+            held = self.p.held(src, dst)
+            ev = next(e for e in range(self.p.max_events) if e not in held)
             start = self._pos(i, 0)
             self.before[i].append(Instr(f"set_flag {src}, {dst}, {ev}", src))
         else:
