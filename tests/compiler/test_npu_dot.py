@@ -2,6 +2,8 @@
 ragged (masked) sizes, transposed operands, acc=, fp16/bf16/fp32/int8 inputs, chained dots."""
 from __future__ import annotations
 
+import re
+
 import ml_dtypes
 import numpy as np
 import pytest
@@ -289,3 +291,26 @@ def test_a_dot_of_a_transposed_dot_accumulated_in_a_loop(programs, double_buffer
     for g in range(programs):
         rows = slice(g * B, (g + 1) * B)
         np.testing.assert_allclose(dk[rows], (q @ k[rows].T).T @ q, rtol=1e-4, atol=1e-3)
+
+
+@tritonpu.jit
+def _one_dot(a_ptr, b_ptr, c_ptr, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr):
+    rm, rn, rk = tl.arange(0, M), tl.arange(0, N), tl.arange(0, K)
+    a = tl.load(a_ptr + rm[:, None] * K + rk[None, :])
+    b = tl.load(b_ptr + rk[:, None] * N + rn[None, :])
+    tl.store(c_ptr + rm[:, None] * N + rn[None, :], tl.dot(a, b))
+
+
+def test_a_dot_larger_than_half_of_l0b_alternates_the_halves():
+    # 128 x 128 @ 128 x 256 fp16: B takes all 64 KiB of L0B; split along K into two products whose
+    # tiles fit half of L0A and of L0B each, MTE1 fills one half while the cube reads the other
+    M, N, K = 128, 256, 128
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((M, K)).astype(np.float16)
+    b = rng.standard_normal((K, N)).astype(np.float16)
+    c = np.zeros((M, N), np.float32)
+    h = _one_dot[(1,)](a, b, c, M=M, N=N, K=K)
+    np.testing.assert_allclose(c, a.astype(np.float32) @ b.astype(np.float32), rtol=1e-3, atol=1e-2)
+    isa = h.asm["isa"]
+    assert sorted(set(re.findall(r"mov\.l1\.l0b\S* l0b\[(\d+)\]", isa))) == ["0", "32768"], isa
+    assert isa.count("mmad") == 2, isa

@@ -70,6 +70,33 @@ CHECK-NEXT: %s = add %a, %b : tensor<16xf32>
 """)
 
 
+def test_canonicalize_folds_a_select_of_two_equal_values():
+    # (double buffering makes `select(trip exists, extent, full)` where the extent is already full)
+    out = run_passes("""
+func @k(%p: ptr<i32>, %n: i32) {
+  %a = constant {value = 64} : i32 loc(#f0:1:0)
+  %b = constant {value = 64} : i32 loc(#f0:2:0)
+  %z = constant {value = 0.0} : f32 loc(#f0:2:0)
+  %nz = constant {value = -0.0} : f32 loc(#f0:2:0)
+  %c = cmp %n, %a {pred = "lt"} : i1 loc(#f0:3:0)
+  %s = select %c, %a, %b : i32 loc(#f0:4:0)
+  %t = select %c, %n, %n : i32 loc(#f0:5:0)
+  %u = select %c, %z, %nz : f32 loc(#f0:6:0)
+  %v = add %s, %t : i32 loc(#f0:7:0)
+  store %p, %v loc(#f0:8:0)
+  %q = bitcast %p : ptr<f32> loc(#f0:9:0)
+  store %q, %u loc(#f0:10:0)
+  return loc(#f0:11:0)
+}
+""", ["canonicalize", "dce"])
+    filecheck(out, """
+CHECK-NOT: %s = select
+CHECK-NOT: %t = select
+CHECK: %u = select %c, %z, %nz : f32
+CHECK: %v = add %a, %n : i32
+""")
+
+
 def test_cse_reuses_outer_value_inside_loop_region():
     out = run_passes("""
 func @k(%p: ptr<i32>, %n: i32) {

@@ -70,16 +70,11 @@ class CubeEmitter:
         if M * np_ * 4 > self.m.capacity["l0c"]:
             self.fail(f"tl.dot of {M}x{K} by {K}x{N} {tin} needs {M * np_ * 4} bytes of L0C for its result but it "
                       f"holds {self.m.capacity['l0c']}; use smaller blocks")
-        mt, nt, kt = self._l0_tiles(M, N, K, es, k0)
-        # consecutive dots use alternate halves of L0A/L0B when their tiles fit in one: MTE1 fills
-        # one half while the cube reads the other
-        kp_t, np_t = _ceil_to(kt, k0), _ceil_to(nt, 16)
+        # L0 tiles that fit half of L0A and of L0B: consecutive products (of one dot and the next)
+        # use alternate halves, so MTE1 fills one half while the cube reads the other
         half_a, half_b = self.m.capacity["l0a"] // 2, self.m.capacity["l0b"] // 2
-        if mt * kp_t * es <= half_a and kp_t * np_t * es <= half_b:
-            self._dot_parity = 1 - getattr(self, "_dot_parity", 1)
-            self._l0_base = {"l0a": self._dot_parity * half_a, "l0b": self._dot_parity * half_b}
-        else:
-            self._l0_base = {"l0a": 0, "l0b": 0}
+        mt, nt, kt = self._l0_tiles(M, N, K, es, k0, half_a, half_b)
+        self._halves = (half_a, half_b)
         a_at, a_rows, a_cols, a_t = self._stage(a_v, tin, "A")
         b_at, b_rows, b_cols, b_t = self._stage(b_v, tin, "B")
         self._operands = (a_at, a_rows, a_cols, a_t, b_at, b_rows, b_cols, b_t, mt, nt, kt, es, k0, tin)
@@ -138,9 +133,9 @@ class CubeEmitter:
         """Rows r0 .. r0 + r of a 2-D tile (a view)."""
         return t.with_(addr=t.addr + r0 * t.strides[0] * t.esize, shape=(r,) + tuple(t.shape[1:]))
 
-    def _l0_tiles(self, M, N, K, es, k0):
-        """(mt, nt, kt): the largest L0 tiles (halving K first, then M / N) that fit L0A and L0B."""
-        cap_a, cap_b = self.m.capacity["l0a"], self.m.capacity["l0b"]
+    def _l0_tiles(self, M, N, K, es, k0, cap_a, cap_b):
+        """(mt, nt, kt): the largest L0 tiles (halving K first, then M / N) that fit ``cap_a`` bytes of
+        L0A and ``cap_b`` of L0B."""
         mt, nt, kt = M, N, K
         while mt * _ceil_to(kt, k0) * es > cap_a or _ceil_to(kt, k0) * _ceil_to(nt, 16) * es > cap_b:
             if kt > k0:
@@ -164,6 +159,9 @@ class CubeEmitter:
                 for kk0 in range(0, max(K, 1), max(kt, 1)):
                     kk = min(kt, K - kk0)
                     kp, npp = _ceil_to(kk, k0), _ceil_to(nn, 16)
+                    self._dot_parity = 1 - getattr(self, "_dot_parity", 1)
+                    half_a, half_b = self._halves
+                    self._l0_base = {"l0a": self._dot_parity * half_a, "l0b": self._dot_parity * half_b}
                     # A[m0:m0+mm, kk0:kk0+kk] -> L0A (rows kp apart)
                     if a_t:   # stored K x M
                         src, nseg, seg, stride = a_at + (kk0 * a_cols + m0) * es, kk, mm * es, a_cols * es

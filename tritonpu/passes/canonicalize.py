@@ -4,8 +4,9 @@ Guarantees:
 * an op without effects whose operands are all scalar constants is replaced by a constant of
   its result, computed by the reference evaluator (so folding can never disagree with the
   language's semantics);
-* ``x + 0``, ``x - 0``, ``x * 1``, ``x / 1`` (on any type) and ``x`` ops that change nothing
-  (``broadcast``/``reshape`` to the same type) are replaced by ``x``; integer ``x * 0`` is not
+* ``x + 0``, ``x - 0``, ``x * 1``, ``x / 1`` (on any type), ``select(c, x, x)`` (also of two
+  equal scalar constants) and ``x`` ops that change nothing (``broadcast``/``reshape`` to the same
+  type) are replaced by ``x``; integer ``x * 0`` is not
   touched (a block's shape must be preserved), floating-point identities that would change NaN
   or signed-zero results are not applied;
 * ``acc + dot(a, b)`` (fp32/int32, the dot used nowhere else) is ``dot(a, b, acc)``, as Triton folds it;
@@ -126,6 +127,11 @@ class Canonicalize(Pass):
         res = op.results[0]
         if op.name in ("broadcast", "reshape") and op.operands[0].type == res.type:
             return op.operands[0]
+        if op.name == "select" and len(op.operands) == 3:
+            _, a, b = op.operands
+            ca = consts.get(id(a))
+            if a.type == res.type and (a is b or ca is not None and repr(ca) == repr(consts.get(id(b)))):
+                return a
         if op.name in ("add", "sub", "mul", "div") and len(op.operands) == 2:
             a, b = op.operands
             if a.type != res.type:
