@@ -117,3 +117,56 @@ def test_an_emulated_atomic_is_atomic_all_the_way():
     acc = np.zeros(1, np.int32)
     xor_into_one[(4,)](acc, x, BLOCK=8)
     assert acc[0] == np.bitwise_xor.reduce(x)
+
+
+# ---- within one core: GM accesses of two pipes need a flag like on-chip ones ----------------------
+_STORE_THEN_LOAD = """.kernel t
+.param x gm f32
+.param y gm f32
+mov.gm.ub ub[0], x[0], 1, 4096, 0, 0
+set_flag MTE2, MTE3, 0
+wait_flag MTE2, MTE3, 0
+mov.ub.gm y[0], ub[0], 1, 4096, 0, 0
+{sync}
+mov.gm.ub ub[4096], y[{off}], 1, 4096, 0, 0
+set_flag MTE2, MTE3, 1
+wait_flag MTE2, MTE3, 1
+mov.ub.gm x[0], ub[4096], 1, 4096, 0, 0
+"""
+
+
+@pytest.mark.parametrize("sync,off,race", [
+    ("", 0, True),                                                      # MTE2 reads what MTE3 has not landed
+    ("", 2048, True),                                                   # overlapping bytes only
+    ("", 4096, False),                                                  # other bytes of y: no race
+    ("set_flag MTE3, MTE2, 0\nwait_flag MTE3, MTE2, 0", 0, False),      # ordered by a flag
+    ("barrier all", 0, False),
+])
+def test_a_gm_load_of_bytes_another_pipe_stores_needs_a_flag(sync, off, race):
+    from tritonpu.npu import assemble
+    from tritonpu.npu.errors import RaceError
+    prog = assemble(_STORE_THEN_LOAD.format(sync=sync, off=off), "t.s")
+    x, y = np.arange(2048, dtype=np.float32), np.zeros(2048, np.float32)
+    if not race:
+        prog.run({"x": x, "y": y}, grid=(1,), sanitize=True)
+        return
+    with pytest.raises(RaceError) as info:
+        prog.run({"x": x, "y": y}, grid=(1,), sanitize=True)
+    msg = str(info.value)
+    assert msg.startswith("race: read-after-write race on GM argument y: pipe MTE2 reads "
+                          f"y[{off:#x}, {off + 4096:#x}) while pipe MTE3's write of y[0x0, 0x1000) (line 7: "
+                          "mov.ub.gm y[0], ub[0], 1, 4096, 0, 0) is not ordered before it"), msg
+    assert "at line 9: mov.gm.ub ub[4096], y[" in msg
+    prog.run({"x": x, "y": y}, grid=(1,), sanitize=False)      # (the sanitizer's check, not the machine's)
+
+
+def test_a_scalar_read_of_gm_a_pipe_stores_needs_a_flag():
+    from tritonpu.npu import assemble
+    from tritonpu.npu.errors import RaceError
+    text = _STORE_THEN_LOAD.split("{sync}")[0] + "sld.f32 s0, y[8]\n"
+    with pytest.raises(RaceError, match=r"read-after-write race on GM argument y: pipe S reads y\[0x8, 0xc\)"):
+        assemble(text, "t.s").run({"x": np.ones(2048, np.float32), "y": np.zeros(2048, np.float32)},
+                                   grid=(1,), sanitize=True)
+    text = _STORE_THEN_LOAD.split("{sync}")[0] + "set_flag MTE3, S, 0\nwait_flag MTE3, S, 0\nsld.f32 s0, y[8]\n"
+    assemble(text, "t.s").run({"x": np.ones(2048, np.float32), "y": np.zeros(2048, np.float32)},
+                              grid=(1,), sanitize=True)

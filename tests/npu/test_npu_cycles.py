@@ -259,9 +259,9 @@ def test_every_instruction_has_a_cost_test():
 # ---- timing rules ---------------------------------------------------------------------------
 def test_pipes_overlap_and_flags_gate():
     x = np.zeros(16384, np.float32)
-    # MTE2 load (2248) and an independent MTE3 store (100 + 65536/64 = 1124) overlap; the busy
-    # cycles exclude the (pipelined) latencies
-    text = ".param x gm f32\n    mov.gm.ub ub[0], x[0], 1, 65536, 0, 0\n    mov.ub.gm x[0], ub[65536], 1, 65536, 0, 0\n"
+    # MTE2 load (2248) and an independent MTE3 store (100 + 65536/64 = 1124; other bytes of x: the
+    # same bytes unordered would be a race) overlap; the busy cycles exclude the (pipelined) latencies
+    text = ".param x gm f32\n    mov.gm.ub ub[0], x[0], 1, 65536, 0, 0\n    mov.ub.gm x[65536], ub[65536], 1, 65536, 0, 0\n"
     _, st = durations(text, dict(x=np.zeros(32768, np.float32)))
     assert st.cycles == 2248 and st.pipe_busy["mte2"] == 2048 and st.pipe_busy["mte3"] == 1024
     # with a flag the store waits: the set runs on MTE2 at 2048 (after the beats) and fires

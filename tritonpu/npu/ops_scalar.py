@@ -20,6 +20,7 @@ from . import cycles
 from .errors import AssertError, DeadlockError, FlagError, LaunchError, MisalignedError
 from .gm_races import ATOMIC, PLAIN
 from .registry import family
+from .sanitizer import GM
 from .state import PIPE_INDEX, S, check_whole, getter, npdt, opt_getter
 
 _M64 = (1 << 64) - 1
@@ -238,6 +239,8 @@ def _scalar_mem(st, inst, mem, dt):
                 raise MisalignedError(f"scalar {dt} access {mem.param}[{a:#x}] is not {eb}-byte "
                                       "aligned", inst=inst, addrs={mem.param: a})
             st.check_gm(mem.param, a, a + eb, inst)
+            if st.race is not None:
+                st.race.access(S, GM + name, a, a + eb, write, inst)
             if st.gm_races is not None:
                 st.gm_races.access(st, name, write, kind, inst, a, a + eb)
             return a // eb

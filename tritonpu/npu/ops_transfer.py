@@ -14,6 +14,7 @@ from .errors import LaunchError, MisalignedError
 from .gm_races import ATOMIC, PLAIN
 from .ops_scalar import np_scalar
 from .registry import family
+from .sanitizer import GM
 from .state import M, PIPE_INDEX, check_whole, getter, npdt, vec_operand
 
 U8 = np.dtype(np.uint8)
@@ -149,8 +150,12 @@ def _xfer(st, inst, prog):
         if race is not None:
             if not sgm:
                 race.access(pipe, sname, sa, s_hi, False, inst)
+            elif rl > 0:
+                race.access(pipe, GM + sname, sa, s_hi, False, inst)
             if not dgm:
                 race.access(pipe, dname, da, d_hi, True, inst)
+            elif dl > 0:
+                race.access(pipe, GM + dname, da, d_hi, True, inst)
         # ---- data ----
         if transpose:
             src = _view(sbuf, dt, (nseg, nel), sa, (ss, eb))
@@ -293,6 +298,8 @@ def _gather(st, inst, prog):
         if starts.size and rb > 0:              # reading nothing touches no address
             lo, hi = int(starts.min()), int(starts.max()) + rb
             st.check_gm(gname, lo, hi, inst, "scatter to" if scatter else "gather from")
+            if race is not None:
+                race.access(pipe, GM + gname, lo, hi, scatter, inst)
         if race is not None:
             race.access(pipe, umem.space, ua, u_hi, not scatter, inst)
         uview = _view(ubuf, U8, (n, rb), ua, (us, 1))
@@ -383,6 +390,8 @@ def _gather_segments(st, inst, gname, umem, g_g, g_u, g_n, g_rb, g_rs, g_us, gid
         starts = (gb + idx[rows] * rs)[:, None] + r * sst          # (rows kept, nseg)
         if starts.size and rb > 0:
             st.check_gm(gname, int(starts.min()), int(starts.max()) + rb, inst, "gather from")
+            if race is not None:
+                race.access(pipe, GM + gname, int(starts.min()), int(starts.max()) + rb, False, inst)
         if race is not None:
             race.access(pipe, umem.space, ua, u_hi, True, inst)
         dpos = (ua + np.arange(n, dtype=np.int64) * us)[:, None] + r * dss     # (n, nseg)

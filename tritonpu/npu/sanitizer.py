@@ -9,6 +9,11 @@ intervals overlap, at least one of them writes, and ``vc[P][Q] < epoch`` (Q's ac
 ordered before P).  Scalar-unit accesses complete at issue, so they are checked but never
 recorded: every later instruction is ordered after them.
 
+GM is checked the same way per argument (space ``gm:<name>``, byte intervals; a strided transfer
+or a gather counts as the interval from its first byte to its last): within a core, an MTE2 read of
+bytes an MTE3 store has not yet landed is a race, as on chip.  (Programs on other cores are checked
+by :mod:`.gm_races`.)
+
 Records are kept per exact interval (a newer access of the same pipe and interval replaces the
 older, which is sound: anything unordered with the older is unordered with the newer) and
 pruned once every pipe that touches the space is ordered after them.
@@ -20,6 +25,7 @@ from tritonpu.isa import PIPES
 from .errors import RaceError
 
 NPIPES = len(PIPES)
+GM = "gm:"                  # the race-tracker space of a GM argument: GM + its name
 _PRUNE_AT = 48
 
 
@@ -105,8 +111,12 @@ class RaceTracker:
 
     def _race(self, p, q, space, lo, hi, a, b, other, inst, kind):
         what = "writes" if kind != "read-after-write" else "reads"
+        label = space
+        if space.startswith(GM):                # a GM argument: named as the kernel names it
+            space = space[len(GM):]
+            label = f"GM argument {space}"
         theirs = "read" if kind == "write-after-read" else "write"
-        msg = (f"{kind} race on {space}: pipe {PIPES[p]} {what} {space}[{lo:#x}, {hi:#x}) while "
+        msg = (f"{kind} race on {label}: pipe {PIPES[p]} {what} {space}[{lo:#x}, {hi:#x}) while "
                f"pipe {PIPES[q]}'s {theirs} of {space}[{a:#x}, {b:#x}) (line {other.line}: "
                f"{other.text()}) is not ordered before it by a flag or barrier")
         raise RaceError(msg, inst=inst, addrs={"access": (lo, hi), "other": (a, b)})

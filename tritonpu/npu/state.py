@@ -19,7 +19,7 @@ from tritonpu.dtypes import SCALARS
 from tritonpu.isa import PIPES, SPACES
 
 from .errors import FlagError, MisalignedError, NpuError, OutOfBoundsError
-from .sanitizer import RaceTracker
+from .sanitizer import GM, RaceTracker
 
 NP = len(PIPES)
 PIPE_INDEX = {p: i for i, p in enumerate(PIPES)}
@@ -229,8 +229,8 @@ class State:
 
 
 def accessors(prog):
-    """space -> pipes (indices) whose instructions touch it: the race tracker's pruning set (once
-    per program)."""
+    """space -> pipes (indices) whose instructions touch it (GM arguments as ``gm:<name>``): the race
+    tracker's pruning set (once per program)."""
     acc = prog.__dict__.get("_accessors")
     if acc is not None:
         return acc
@@ -242,7 +242,9 @@ def accessors(prog):
         p = PIPE_INDEX[spec.pipe]
         for a in list(inst.args) + list(inst.opts.values()):
             sp = getattr(a, "space", None)
-            if sp in acc:
+            if sp == "gm":
+                acc.setdefault(GM + a.param, set()).add(p)
+            elif sp in acc:
                 acc[sp].add(p)
     return acc
 
