@@ -42,6 +42,7 @@ def test_process_pool_gives_the_choice_and_every_timing_of_the_in_process_sweep(
     ref, ref_timings = inprocess_sweep
     kern, timings = _matmul_sweep("processes")
     assert kern.result.executor == "processes" and ref.result.executor == "inprocess"
+    assert 0 < kern.result.seconds and 0 < ref.result.seconds      # the sweep's own wall time
     assert len(timings) == len(MM_CONFIGS) and timings == ref_timings
     assert kern.best_config.kwargs == ref.best_config.kwargs
     assert [r.as_dict() for r in kern.report] == [r.as_dict() for r in ref.report]
@@ -121,3 +122,39 @@ def test_a_kernel_defined_in_a_scripts_main_runs_on_the_pool_and_the_script_runs
                        env={**os.environ, "TRITONPU_PROGRESS": "0"})
     assert r.returncode == 0, r.stderr[-2000:]
     assert r.stdout.count("LAUNCHED") == 1 and "LAUNCHED processes 5" in r.stdout
+
+
+def test_ray_runs_at_most_workers_trials_at_once(monkeypatch):
+    # the local runtime is started with every CPU once per process; `workers` bounds the trials
+    # in flight (a first sweep with 1 worker left later 2-worker sweeps on one CPU)
+    class FakeRay:
+        def __init__(self):
+            self.in_flight, self.most = set(), 0
+
+        def put(self, arrays):
+            return "ref"
+
+        def wait(self, pending, num_returns):
+            return pending[:1], pending[1:]
+
+        def get(self, ref):
+            self.in_flight.discard(ref)
+            return {"trial": ref}
+
+    fake = FakeRay()
+
+    class Remote:
+        n = 0
+
+        def remote(self, spec, ref, mode):
+            Remote.n += 1
+            fake.in_flight.add(Remote.n)
+            fake.most = max(fake.most, len(fake.in_flight))
+            return Remote.n
+
+    monkeypatch.setattr(executors.Ray, "_remote", Remote())
+    ex = object.__new__(executors.Ray)
+    ex.ray, ex.workers = fake, 2
+    sweep = type("Sweep", (), {"arrays": ()})()
+    out = list(ex.run(sweep, ["spec"] * 7))
+    assert len(out) == 7 and fake.most == 2

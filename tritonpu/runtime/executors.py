@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import math
 import os
 import sys
 import types
@@ -342,9 +343,11 @@ def ray_module():
 
 class Ray:
     """Trials as Ray tasks.  Connects to ``RAY_ADDRESS`` when it is set (a cluster started with
-    ``ray start --head``), else starts a local runtime with ``workers`` CPUs (default: all).  The
-    arrays go into the object store once per sweep; each task returns a summary dict.  The
-    cluster's nodes need tritonpu installed (the same version: the kernel travels as IR)."""
+    ``ray start --head``), else starts a local runtime with all of this machine's CPUs (once per
+    process: a later sweep may ask for more workers than an earlier one).  At most ``workers``
+    trials run at once (default: the cluster's CPUs).  The arrays go into the object store once
+    per sweep; each task returns a summary dict.  The cluster's nodes need tritonpu installed (the
+    same version: the kernel travels as IR)."""
 
     name = "ray"
     _remote = None
@@ -354,8 +357,7 @@ class Ray:
         self.workers = workers
         if not self.ray.is_initialized():
             address = os.environ.get("RAY_ADDRESS")
-            kw = {"address": address} if address else {"num_cpus": int(workers or os.cpu_count() or 1),
-                                                       "include_dashboard": False}
+            kw = {"address": address} if address else {"num_cpus": os.cpu_count() or 1, "include_dashboard": False}
             self.ray.init(ignore_reinit_error=True, log_to_driver=False, **kw)
         if self.workers is None:
             self.workers = int(self.ray.cluster_resources().get("CPU", 1))
@@ -364,8 +366,10 @@ class Ray:
 
     def run(self, sweep: Sweep, specs, mode="simulate"):
         ref = self.ray.put(sweep.arrays)
-        pending = [Ray._remote.remote(s, ref, mode) for s in specs]
-        while pending:
+        todo, pending = list(specs), []
+        while todo or pending:
+            while todo and len(pending) < max(1, self.workers):
+                pending.append(Ray._remote.remote(todo.pop(0), ref, mode))
             done, pending = self.ray.wait(pending, num_returns=1)
             yield self.ray.get(done[0])
 
@@ -402,7 +406,9 @@ def run(executor, sweep: Sweep, indices=None, mode="simulate", progress=None) ->
     specs = [sweep.specs[i] for i in (range(len(sweep.specs)) if indices is None else indices)]
     out = {}
     local = [s for s in specs if s.error is not None]           # nothing to send anywhere
-    remote = [s for s in specs if s.error is None]
+    # the largest grids first (the most simulation work, as a rule): a long trial started last
+    # would leave the other workers idle at the end of the sweep
+    remote = sorted((s for s in specs if s.error is None), key=lambda s: -math.prod(s.grid or (1,)))
     for s in local:
         out[s.index] = run_trial(s, [], mode)
         if progress:

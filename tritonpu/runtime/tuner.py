@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import math
 import os
+import time
 from dataclasses import dataclass, field
 
 from tritonpu.errors import CompilationError, LaunchError
@@ -49,6 +50,7 @@ class Result:
     simulations: int = 0
     executor: str = "inprocess"
     strategy: str = "list"
+    seconds: float = 0.0      # wall time of the sweep (preparing and running the trials)
 
 
 def _config_text(config) -> str:
@@ -95,6 +97,7 @@ def _pick(rows):
 def sweep_list(fn, configs, args, kwargs, grid, reset_to_zero=(), executor=None, workers=None,
                name="kernel") -> Result:
     """Every config of the list simulated; configs that do not compile are skipped (pruned)."""
+    t0 = time.perf_counter()
     ex = executors.get(executor, workers, len(configs))
     sweep = executors.prepare(fn, args, kwargs, grid, configs, reset_to_zero)
     results = _run(ex, sweep, None, "simulate", f"autotune {name}")
@@ -120,12 +123,13 @@ def sweep_list(fn, configs, args, kwargs, grid, reset_to_zero=(), executor=None,
     if any(r.status == "failed" for r in rows):        # a config that does not run is the user's bug
         failed = next(r for r in rows if r.status == "failed")
         raise LaunchError(f"autotune {name}: config {_config_text(failed.config)}: {failed.reason}")
-    return Result(best.config, timings, rows, len(timings), ex.name, "list")
+    return Result(best.config, timings, rows, len(timings), ex.name, "list", time.perf_counter() - t0)
 
 
 def search_auto(fn, args, kwargs, grid, reset_to_zero=(), executor=None, workers=None, max_simulations=None,
                 name="kernel", released=None) -> Result:
     """``configs="auto"`` (see :mod:`config_space` for the rules, the pruning and the search)."""
+    t0 = time.perf_counter()
     from tritonpu.isa import MACHINES
     from tritonpu.runtime.autotune import Config
     jit, _ = executors.jit_of(fn)
@@ -194,7 +198,7 @@ def search_auto(fn, args, kwargs, grid, reset_to_zero=(), executor=None, workers
     if best_row is None:
         raise CompilationError(f"autotune {name}: no candidate of configs='auto' compiles and runs: "
                                + "; ".join(f"{_config_text(r.config)}: {r.reason}" for r in rows[:5]))
-    out = Result(best_row.config, timings, rows, sims, ex.name, strategy)
+    out = Result(best_row.config, timings, rows, sims, ex.name, strategy, time.perf_counter() - t0)
     out.excluded = excluded
     out.params = tuned
     return out
