@@ -132,6 +132,23 @@ def test_a_literal_negative_zero_keeps_its_sign(backend):
 
 
 @tritonpu.jit
+def _zero_and_negative_zero(o_ptr):
+    v = tl.full([], 3.0, tl.float32)
+    z = (0.001 >= v).to(tl.int8)                # 0, and 0.0 once a float
+    tl.store(o_ptr, z / 1)
+    tl.store(o_ptr + 1, z / -1)                 # -0.0: folded to a constant equal to 0.0
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_cse_keeps_zero_and_negative_zero_apart(backend):
+    """Fuzz seed 505243: CSE keyed float constants by value, and -0.0 == 0.0, so the constant -0.0
+    folded from `0 / -1` was replaced by an earlier 0.0: the NPU stored +0.0."""
+    o = np.ones(2, np.float32)
+    _zero_and_negative_zero[(1,)](o, backend=backend)
+    assert o.view(np.int32).tolist() == np.array([0.0, -0.0], np.float32).view(np.int32).tolist()
+
+
+@tritonpu.jit
 def _maxnum(x_ptr, y_ptr, o_ptr, BLOCK: tl.constexpr, OP: tl.constexpr):
     offs = tl.arange(0, BLOCK)
     x = tl.load(x_ptr + offs)

@@ -25,8 +25,8 @@ from tritonpu.passes.manager import Pass, register
 def _freeze(v):
     if isinstance(v, list):
         return tuple(_freeze(x) for x in v)
-    if isinstance(v, float) and v != v:
-        return ("nan",)
+    if isinstance(v, float):        # by its text: -0.0 is not 0.0 (they compare equal), nan is nan
+        return ("float", repr(v))
     return (type(v).__name__, v)
 
 
