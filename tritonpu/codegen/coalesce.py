@@ -63,8 +63,7 @@ class Coalescing:
                 continue
             start = self.span[id(op)][0]
             if all(v.owner is not None and self.defined[id(v)] < start and
-                   (v.owner.parent is op.parent and self.last_use.get(id(v), 0) <= start + 1 or
-                    self._no_loop_between(v.owner.parent, op))
+                   self._no_loop_between(v.owner.parent, op)
                    and all(u is op or self._elsewhere(u, op) for u, _ in self.users.get(id(v), [])
                            if not (u.parent is op.parent and self.span[id(u)][0] < start)) for v in gi.values):
                 merge(ga, init)

@@ -26,14 +26,19 @@ def _align(n: int, a: int) -> int:
     return (n + a - 1) // a * a
 
 
-def _place(groups, align: int, cap: int) -> tuple[int, dict, list]:
-    """First fit in the order given: (peak, id(group) -> address, the groups live where the peak
-    first passed ``cap`` with the peak then -- or the peak's, if it never did)."""
+def _place(groups, align: int, cap: int, by_start: bool) -> tuple[int, dict, list]:
+    """First fit in the order given (``by_start``: in order of start, so a group placed earlier
+    that has ended is dead for every later one): (peak, id(group) -> address, the groups live where
+    the peak first passed ``cap`` with the peak then -- or the peak's, if it never did)."""
     placed: list = []        # (addr, end_addr, group)
     addrs: dict = {}
     peak, at_peak = 0, []
     for g in groups:
-        live = [a for a in placed if a[2].start <= g.end and g.start <= a[2].end]
+        if by_start:
+            placed = [a for a in placed if a[2].end >= g.start]
+            live = list(placed)
+        else:
+            live = [a for a in placed if a[2].start <= g.end and g.start <= a[2].end]
         size = _align(max(g.bytes, 1), align)
         at = 0
         for lo, hi, _ in sorted(live, key=lambda a: a[0]):
@@ -52,9 +57,9 @@ def _place(groups, align: int, cap: int) -> tuple[int, dict, list]:
 def _first_fit(groups, align: int, cap: int, space: str, addr_of: dict) -> int:
     """Addresses by first fit in order of definition; when that leaves no room (live tiles of
     different lifetimes fragment the space), first fit again largest group first."""
-    peak, addrs, at_peak = _place(sorted(groups, key=lambda g: (g.start, -g.bytes)), align, cap)
+    peak, addrs, at_peak = _place(sorted(groups, key=lambda g: (g.start, -g.bytes)), align, cap, True)
     if peak > cap:
-        alt = _place(sorted(groups, key=lambda g: (-g.bytes, g.start)), align, cap)
+        alt = _place(sorted(groups, key=lambda g: (-g.bytes, g.start)), align, cap, False)
         if alt[0] <= cap:
             peak, addrs, at_peak = alt
     addr_of.update(addrs)

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import itertools
 import math
 import os
 import sys
@@ -366,10 +367,12 @@ class Ray:
 
     def run(self, sweep: Sweep, specs, mode="simulate"):
         ref = self.ray.put(sweep.arrays)
-        todo, pending = list(specs), []
-        while todo or pending:
-            while todo and len(pending) < max(1, self.workers):
-                pending.append(Ray._remote.remote(todo.pop(0), ref, mode))
+        todo, pending = iter(specs), []
+        while True:
+            for s in itertools.islice(todo, max(1, self.workers) - len(pending)):
+                pending.append(Ray._remote.remote(s, ref, mode))
+            if not pending:
+                return
             done, pending = self.ray.wait(pending, num_returns=1)
             yield self.ray.get(done[0])
 
