@@ -36,7 +36,8 @@ lists (simulated cycles are deterministic; wall times are this machine's):
     BLOCK_M can be tuned.
 
   Goal for all: auto within 3% of the best hand config. ``--quick``: matmul 1024^3 only, 1024
-  rows, attention at 2 heads.
+  rows, attention at 2 heads. ``--check-pruning``: every candidate pruned for its footprint
+  (UB/L1/L0) is compiled after all, and none may compile; ``--verbose``: every candidate's row.
 Measure on an idle machine: the speed-up is the machine's cores at work.
 """
 from __future__ import annotations
@@ -143,6 +144,21 @@ def _cfg(config, order=()) -> str:
         f" G{kw[n]}" for n in names if n.startswith("GROUP"))
 
 
+def check_pruning(case, kwargs, auto, args) -> str:
+    """Compiles (no run) every candidate auto pruned for its footprint, the ones dropped without
+    compiling (no smaller than one that did not fit) included: each must fail to compile."""
+    from tritonpu.runtime import executors
+    pruned = [r for r in auto.rows if r.status == "pruned" and not r.reason.startswith(("occupancy", "grid:"))]
+    if not pruned:
+        return "pruning check: nothing pruned for its footprint"
+    sweep = executors.prepare(case.kernel, case.args, kwargs, case.grid, [r.config for r in pruned])
+    res = executors.run(executors.get(args.executor, args.workers), sweep, None, "compile")
+    wrong = [pruned[i].config for i, r in res.items() if r["error"] != "compile"]
+    dominated = sum(r.reason.startswith("no smaller") for r in pruned)
+    return (f"pruning check: {len(pruned)} candidates pruned for their footprint ({dominated} without compiling), "
+            f"compiled now: {len(wrong)} compile" + (f" -- WRONGLY PRUNED: {wrong}" if wrong else ""))
+
+
 def run_goals(args):
     os.environ["TRITONPU_AUTOTUNE_CACHE"] = "0"
     kernels = [k for k in args.kernels.split(",") if k]
@@ -176,6 +192,8 @@ def run_goals(args):
         print(f"{case.label:<40}{_cfg(auto.best, order):>18}{acyc:>10}{auto.simulations:>6}"
               f"{f'{len(auto.rows) - pruned}/{len(auto.rows)}':>7}{_cfg(hbest, order):>18}{hcyc:>10}{gap:>+8.1f}"
               f"{len(case.tutorial) if case.tutorial else '':>5}{tut if tut else '':>11}{wall:>8.0f}", flush=True)
+        if args.check_pruning:
+            print("    " + check_pruning(case, {**launch, **case.fixed, **case.auto_kw}, auto, args), flush=True)
         if args.verbose:
             for r in auto.rows:
                 print(f"    {_cfg(r.config, order):>18} {r.status:<14}{r.cycles or '':>9} bound {r.bound or 0:>9.0f} "
@@ -224,6 +242,8 @@ def main():
     ap.add_argument("--executor", default="processes", help="--goals: executor (default processes)")
     ap.add_argument("--max-simulations", type=int, default=None, help="--goals: auto's budget (default: its own)")
     ap.add_argument("--verbose", action="store_true", help="--goals: every candidate's row")
+    ap.add_argument("--check-pruning", action="store_true",
+                    help="--goals: compile every candidate pruned for its footprint (none may compile)")
     args = ap.parse_args()
     if args.goals:
         return run_goals(args)

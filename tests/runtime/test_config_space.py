@@ -119,3 +119,24 @@ def test_an_auto_tuned_launch_is_right_and_the_next_process_starts_tuned(monkeyp
         hooks.remove_tune_listener(listener)
     assert seen and seen[0][0] is None and seen[0][1]["config"]["kwargs"] == kern.best_config.kwargs
     assert again.configs_timings == {} and again.best_config.kwargs == kern.best_config.kwargs
+
+
+def test_work_a_core_does_once_for_several_programs_is_not_counted_per_program():
+    """weighted_rows' f(w) does not depend on the program: a core's program loop does it once for
+    several programs.  Program 0 alone does it, so rounds × program 0 over-counts; the bound must
+    still hold and the search must still find the config that wins (BLOCK 2048, one block per row:
+    13612 cycles, the others >= 23523 -- the old bound ranked it last and left it unsimulated)."""
+    rows, cols = 192, 2048
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((rows, cols)).astype(np.float32)
+    w = rng.standard_normal(cols).astype(np.float32)
+    args = (x, w, np.zeros_like(x), cols)
+    lean = tuner.search_auto(tk.weighted_rows, args, {"sanitize": False}, (rows,), max_simulations=2,
+                             executor="inprocess")
+    assert lean.strategy == "bound" and lean.simulations <= 2
+    assert lean.best.kwargs == {"BLOCK": 2048}
+    rows_by_block = {r.config.kwargs["BLOCK"]: r for r in lean.rows}
+    for block in (512, 2048):
+        sweep = executors.prepare(tk.weighted_rows, args, {"sanitize": False}, (rows,), [tritonpu.Config({"BLOCK": block})])
+        full = executors.run_trial(sweep.specs[0], sweep.arrays, "simulate", sweep.kernels)
+        assert rows_by_block[block].bound <= full["cycles"], (block, rows_by_block[block].bound, full["cycles"])

@@ -62,3 +62,18 @@ def row_sum(x_ptr, out_ptr, n_cols, D: tl.constexpr, BLOCK: tl.constexpr):
 
 def matmul_grid(M, N):
     return lambda meta: (tritonpu.cdiv(M, meta["BLOCK_M"]) * tritonpu.cdiv(N, meta["BLOCK_N"]),)
+
+
+@tritonpu.jit
+def weighted_rows(x_ptr, w_ptr, y_ptr, n_cols, BLOCK: tl.constexpr):
+    """y = x * f(w) row by row: f(w) does not depend on the program, so a core's program loop
+    does that vector work once for several programs (once per pair at one block per row)."""
+    row = tl.program_id(0)
+    for off in range(0, n_cols, BLOCK):
+        cols = off + tl.arange(0, BLOCK)
+        m = cols < n_cols
+        w = tl.load(w_ptr + cols, mask=m, other=0.0)
+        for _ in tl.static_range(6):
+            w = tl.exp(tl.sin(w) * tl.cos(w)) / (1.0 + tl.exp(-w))
+        x = tl.load(x_ptr + row * n_cols + cols, mask=m, other=0.0)
+        tl.store(y_ptr + row * n_cols + cols, x * w, mask=m)

@@ -32,14 +32,19 @@ against full compilation).
 
 **Search.**  When at most ``max_simulations`` candidates are left, all of them are simulated
 (exhaustive).  Otherwise each is *probed*: program 0 alone is simulated (≈ 1/programs of a
-launch), giving the work the busiest pipe of one program needs no matter what the caches hold
-(MTE2's bytes at the L2 rate, the cube, vector, MTE1, FIX and MTE3 busy cycles).  A launch takes at
-least ``rounds × that`` (its slowest core runs ``ceil(programs / cores)`` programs) when every
-program does at least program 0's work, which holds when the blocks divide the problem.  Candidates
-are simulated in increasing order of that bound, ``workers`` at a time, until the best simulated
+launch), giving the work each pipe of one program needs no matter what the caches hold (MTE2's
+bytes at the L2 rate, the cube, vector, MTE1, FIX and MTE3 busy cycles).  The slowest core runs
+``r = ceil(programs / cores)`` programs.  A persistent kernel (the compiler's program loop per
+core) may do work that does not depend on the program once per core or once per pair of
+programs (a hoisted load of weights, values computed from them), so when ``r > 1`` its first
+``q = min(r, 3)`` programs also run on one core: the core's work is then at least ``Wq`` and at
+least ``W1 + floor((r - 1) / (q - 1)) × (Wq - W1)`` per pipe (``W1``: program 0's); without
+that probe, ``r × W1``.  Either holds when every program does at least program 0's work, which
+holds when the blocks divide the problem.  Candidates
+are simulated in increasing order of an estimate (:func:`estimate`), ``workers`` at a time, until the best simulated
 cycles are no more than the next bound (nothing left can win) or ``max_simulations`` launches have
-run.  Cost: one compile per unpruned candidate, one program per probe, at most ``max_simulations``
-full launches.
+run.  Cost: one compile per unpruned candidate, one program per probe (1 + q for a persistent
+kernel), at most ``max_simulations`` full launches.
 """
 from __future__ import annotations
 
@@ -319,15 +324,44 @@ def _warm(result: dict) -> float:
     return max(work, (result.get("cycles") or 0) - (result.get("ddr_saving") or 0.0))
 
 
+def _core_work(result: dict, programs: int, cores: int) -> dict:
+    """Per pipe, the least work of the busiest core, which runs ``r = ceil(programs / cores)``
+    programs.  Without ``result["core"]`` (the first ``q`` programs on one core, probed for
+    persistent kernels when ``r > 1``) each program does program 0's work: ``r × W1``.  With it:
+    at least ``Wq`` (``r >= q``), and ``W1`` plus, for each run of ``q - 1`` later programs, what
+    programs 1 .. q-1 added (``Wq - W1``) -- work hoisted out of the programs, done once per
+    core or once per pair of programs, is not counted once per program."""
+    rounds = math.ceil(programs / cores)
+    first = result.get("pipe_work") or {}
+    core = result.get("core")
+    if not core or rounds == 1:
+        return {k: rounds * v for k, v in first.items()}
+    q, wq = core["programs"], core["pipe_work"]
+    runs = (rounds - 1) // (q - 1)
+    return {k: max(wq.get(k, 0), v + runs * max(0, wq.get(k, 0) - v)) for k, v in first.items()}
+
+
 def lower_bound(result: dict, programs: int, cores: int) -> float:
-    """Least cycles of the whole launch from a probe of program 0 (see the module doc): the
-    slowest core runs ``ceil(programs / cores)`` programs, so its busiest pipe works at least
-    that many times one program's work, and it takes at least one program's warm time."""
-    work = max((result.get("pipe_work") or {}).values(), default=0)
-    return max(math.ceil(programs / cores) * work, _warm(result))
+    """Least cycles of the whole launch from a probe (see the module doc): the slowest core's
+    busiest pipe does at least :func:`_core_work`, and the core takes at least the warm time of
+    the programs probed on it."""
+    warm = _warm(result)
+    core = result.get("core")
+    if core and math.ceil(programs / cores) >= core["programs"]:
+        warm = max(warm, _warm(core))
+    return max(max(_core_work(result, programs, cores).values(), default=0), warm)
 
 
 def estimate(result: dict, programs: int, cores: int) -> float:
-    """The order the search simulates in: rounds × one program's warm time (no overlap between
-    the programs of a core assumed; a ranking, not a bound)."""
-    return math.ceil(programs / cores) * _warm(result)
+    """The order the search simulates in: one program's warm time, plus for each later program of
+    the slowest core what a later program adds on average (program 0's warm time again without a
+    probe of the first programs of a core); no overlap between the programs of a core assumed.  A
+    ranking, not a bound."""
+    rounds = math.ceil(programs / cores)
+    core = result.get("core")
+    if not core:
+        return rounds * _warm(result)
+    q = core["programs"]
+    work = max(max(core["pipe_work"].get(k, 0) - v, 0) for k, v in (result.get("pipe_work") or {"": 0}).items())
+    later = max(work, (core["cycles"] - result["cycles"]) - (core["ddr_saving"] - result["ddr_saving"]), 0)
+    return _warm(result) + (rounds - 1) * later / (q - 1)
