@@ -15,16 +15,16 @@ lists (simulated cycles are deterministic; wall times are this machine's):
 * ``--auto``: ``configs="auto"`` on the same launch: the config it finds, its cycles, the
   simulations it spent, against the best of the tutorial list.
 * ``--goals``: issue 19's goals for ``configs="auto"``, kernel by kernel: the hand-written list
-  and ``configs="auto"`` (default ``max_simulations``) on the same launch, each through the sweep
-  the autotuner runs (:func:`tritonpu.runtime.tuner.sweep_list` / ``search_auto``, without the
+  and ``configs="auto"`` (default ``max_simulations``, but for the matmul) on the same launch,
+  each through the sweep the autotuner runs (:func:`tritonpu.runtime.tuner.sweep_list` / ``search_auto``, without the
   final launch after it), on a process pool of ``--workers``, sanitizer off, no results on disk:
 
   - ``matmul``: Triton's tutorial matmul (bench/cube.py), fp16, at each of ``--sizes`` (1024^3
     and 2048^3). Hand-written: the tutorial's ten configs with GROUP_SIZE_M 8 as bench/cube.py
     runs them, and bench/npu_codegen.py's MATMUL_CONFIGS (block shapes and GROUP_M) on the same
-    kernel. Auto gets GROUP_SIZE_M=8 (it tunes block sizes, not the group). Goals: within 3% of
-    the best of both lists, fewer cycles than the best of the tutorial list, at most as many
-    simulations as the tutorial list has configs (10);
+    kernel. Auto tunes GROUP_SIZE_M too (a program-order parameter), with ``max_simulations``
+    = the tutorial list's size, 10. Goals: within 3% of the best of both lists, fewer cycles than
+    the best of the tutorial list, at most as many simulations as the tutorial list has configs;
   - ``softmax``: kernels/softmax.py ``softmax_kernel``, ``--rows`` x 4096 fp32 (bench/npu_codegen.py:
     BLOCK 4096);
   - ``layernorm``: kernels/layernorm.py, ``--rows`` x 4096 fp32, both kernels bench/npu_codegen.py
@@ -110,8 +110,7 @@ def goal_cases(kernels, sizes, rows, heads):
             c = np.empty((n, n), np.float16)
             grid = lambda meta, n=n: (tritonpu.cdiv(n, meta["BLOCK_SIZE_M"]) * tritonpu.cdiv(n, meta["BLOCK_SIZE_N"]),)  # noqa
             cases.append(Case(f"matmul {n}^3 fp16", f"matmul {n}", cube.tutorial_matmul,
-                              (a, b, c, n, n, n, n, 1, n, 1, n, 1), grid, _dedup(tut + codegen), tut,
-                              {"GROUP_SIZE_M": 8}))
+                              (a, b, c, n, n, n, n, 1, n, 1, n, 1), grid, _dedup(tut + codegen), tut))
     cols = 4096
     if "softmax" in kernels:
         x = rng.standard_normal((rows, cols), np.float32)
@@ -167,7 +166,7 @@ def run_goals(args):
     heads = args.heads or (2 if args.quick else 8)
     launch = {"sanitize": False}
     print(f"configs='auto' against the hand-written lists: simulated cycles; executor {args.executor}, "
-          f"{args.workers} workers; max_simulations {args.max_simulations or 'default'}", flush=True)
+          f"{args.workers} workers; max_simulations {args.max_simulations or 'default (matmul: the tutorial list size)'}", flush=True)
     print(f"{'kernel':<40}{'auto config':>18}{'cycles':>10}{'sims':>6}{'cands':>7}{'best hand':>18}{'cycles':>10}"
           f"{'gap %':>8}{'tut.':>5}{'tut. best':>11}{'wall s':>8}", flush=True)
     done = []
@@ -178,7 +177,8 @@ def run_goals(args):
                                 executor=args.executor, workers=args.workers, name=case.label)
         auto = tuner.search_auto(case.kernel, case.args, {**launch, **case.fixed, **case.auto_kw}, case.grid,
                                  executor=args.executor, workers=args.workers,
-                                 max_simulations=args.max_simulations, name=case.label)
+                                 max_simulations=args.max_simulations or (case.tutorial and len(case.tutorial)),
+                                 name=case.label)
         wall = time.perf_counter() - t0
         hbest = hand.best
         hcyc = hand.timings[hbest]

@@ -140,3 +140,32 @@ def test_work_a_core_does_once_for_several_programs_is_not_counted_per_program()
         sweep = executors.prepare(tk.weighted_rows, args, {"sanitize": False}, (rows,), [tritonpu.Config({"BLOCK": block})])
         full = executors.run_trial(sweep.specs[0], sweep.arrays, "simulate", sweep.kernels)
         assert rows_by_block[block].bound <= full["cycles"], (block, rows_by_block[block].bound, full["cycles"])
+
+
+def test_a_program_order_parameter_is_tuned_on_the_best_blocks_within_the_budget():
+    """GROUP_M is no extent, but it decides which program runs which block: left out of the launch,
+    it is tuned -- the block search runs at GROUP_M 8, then the best blocks at the other values, in
+    the simulations kept back for them (before, the launch was refused: GROUP_M could not be tuned)."""
+    M, N, K = 96, 64, 64
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((M, K)).astype(np.float16)
+    b = rng.standard_normal((K, N)).astype(np.float16)
+    c = np.zeros((M, N), np.float32)
+    args = (a, b, c, M, N, K, K, N, N)
+    p = _params(tk.matmul, args, {})
+    assert p["GROUP_M"].role == "order" and sorted(p["GROUP_M"].values) == [1, 2, 4, 8]
+    assert {p[n].role for n in ("BLOCK_M", "BLOCK_N", "BLOCK_K")} <= {"grid", "loop"}
+    res = tuner.search_auto(tk.matmul, args, {"sanitize": False}, tk.matmul_grid(M, N), max_simulations=8,
+                            executor="inprocess")
+    assert res.simulations <= 8
+    ran = [r for r in res.rows if r.cycles is not None]
+    blocks = {k: v for k, v in res.best.kwargs.items() if k != "GROUP_M"}
+    groups = sorted(r.config.kwargs["GROUP_M"] for r in ran
+                    if {k: v for k, v in r.config.kwargs.items() if k != "GROUP_M"} == blocks)
+    assert groups == [1, 2, 8]                        # 2 of the 8 simulations kept back: GROUP_M 1, then 2
+    assert all(r.config.kwargs["GROUP_M"] == 8 for r in ran if r not in ran[-2:])
+    assert res.timings[res.best] == min(r.cycles for r in ran)
+    kern = tritonpu.autotune(configs="auto", key=["M"], executor="inprocess", max_simulations=4)(tk.matmul)
+    kern[tk.matmul_grid(M, N)](*args, sanitize=False)
+    np.testing.assert_allclose(c, a.astype(np.float32) @ b.astype(np.float32), rtol=1e-2, atol=1e-2)
+    assert "GROUP_M" in kern.best_config.kwargs

@@ -181,7 +181,7 @@ class Autotuner(_Wrapped):
         from tritonpu.runtime import config_space, executors
         jit, _ = executors.jit_of(self.fn)
         tuned, _, _ = config_space.space(jit, args, kwargs, grid, 24)
-        return Config({p.name: p.values[(len(p.values) - 1) // 2] for p in tuned})
+        return Config({p.name: p.values[0 if p.role == "order" else (len(p.values) - 1) // 2] for p in tuned})
 
 
 class Heuristics(_Wrapped):

@@ -4,7 +4,7 @@ without simulating, then searched.
 **Which constexprs are block sizes.**  A ``tl.constexpr`` parameter is tuned when the launch does
 not give it and the kernel uses it as an *extent*: an argument of ``tl.arange``, ``tl.zeros``,
 ``tl.full``, ``reshape``/``view``/``broadcast_to``, ``make_block_ptr``/``make_tensor_descriptor``
-(``block_shape``).  Constexprs given at launch (a head dim ``D``, ``GROUP_M``) are never tuned.
+(``block_shape``).  Constexprs given at launch (a head dim ``D``, ``GROUP_M=8``) are never tuned.
 Each block parameter ``P`` gets a role, read from the kernel's source:
 
 * ``grid``: ``P`` multiplies a value derived from ``tl.program_id`` (``pid * P + tl.arange(0, P)``)
@@ -16,6 +16,12 @@ Each block parameter ``P`` gets a role, read from the kernel's source:
 Its *extent* is the launch value of the scalar arguments it is divided into (``tl.cdiv(X, P)``,
 ``X // P``, ``range(_, X, P)``) or compared with (``offs < X`` where ``offs`` comes from
 ``tl.arange(0, P)``); without one, the largest dimension of the array arguments.
+
+A constexpr the launch does not give that is no extent but takes part in computing a value
+derived from ``tl.program_id`` (``first_pid_m = group_id * GROUP_SIZE_M``) is a *program-order*
+parameter (role ``order``): it changes which program runs which block, not the blocks.  Its
+candidates are 8, 1, 2, 4; the block search runs at the first, and the search then simulates the
+best config found at the others (see **Search**).
 
 **Candidates.**  ``grid``/``loop`` parameters: the powers of two from 16 (a cube fractal side) up
 to the extent's next power of two and to the Unified Buffer's capacity in the launch's smallest
@@ -43,7 +49,9 @@ that probe, ``r × W1``.  Either holds when every program does at least program 
 holds when the blocks divide the problem.  Candidates
 are simulated in increasing order of an estimate (:func:`estimate`), ``workers`` at a time, until the best simulated
 cycles are no more than the next bound (nothing left can win) or ``max_simulations`` launches have
-run.  Cost: one compile per unpruned candidate, one program per probe (1 + q for a persistent
+run.  With program-order parameters, ``min(their other values, max_simulations // 4)``
+simulations are kept back from that search; afterwards the best config is simulated at the
+other values of each (one parameter after another), as many as are left.  Cost: one compile per unpruned candidate, one program per probe (1 + q for a persistent
 kernel), at most ``max_simulations`` full launches.
 """
 from __future__ import annotations
@@ -124,6 +132,15 @@ def analyse(fn_ast: ast.FunctionDef, constexprs: set, scalar_args: set) -> dict:
             for a in list(node.args) + [k.value for k in node.keywords]:
                 for n in _names(a) & constexprs:
                     params.setdefault(n, BlockParam(n, "cover"))
+    # program-order parameters: constexprs that are no extent but take part in computing a value
+    # derived from the program id (GROUP_SIZE_M in ``first_pid_m = group_id * GROUP_SIZE_M``)
+    order = set()
+    for node in ast.walk(fn_ast):
+        if isinstance(node, ast.Assign):
+            used = _names(node.value)
+            targets = set().union(*(_names(t) for t in node.targets))
+            if used & (constexprs - set(params)) and (used & (pid | pid_seeds) or targets & pid):
+                order |= used & (constexprs - set(params))
     if not params:
         return params
     roles = {n: set() for n in params}
@@ -171,6 +188,8 @@ def analyse(fn_ast: ast.FunctionDef, constexprs: set, scalar_args: set) -> dict:
     for n, p in params.items():
         p.role = "grid" if "grid" in roles[n] else "loop" if "loop" in roles[n] else "cover"
         p.extent_names = sorted(extents[n] or compared[n])
+    for n in sorted(order):
+        params[n] = BlockParam(n, "order")
     return params
 
 
@@ -182,7 +201,12 @@ def _pow2_upto(lo: int, hi: int) -> list:
     return out
 
 
+ORDER_VALUES = (8, 1, 2, 4)      # a program-order parameter: the first during the block search, then the rest
+
+
 def candidates_for(p: BlockParam, ub_elems: int, strict: bool) -> list:
+    if p.role == "order":
+        return list(ORDER_VALUES)
     ext = p.extent
     if p.role == "cover":
         if ext is None:
@@ -278,15 +302,17 @@ def space(jit, args, kwargs, grid, cores: int, released: dict | None = None):
         if missing:
             raise LaunchError(f"configs='auto' cannot tune `{missing[0]}` ({excluded[missing[0]]}) and the launch "
                               f"does not give it; give {missing[0]}= at launch or fix the grid")
-    names = [p.name for p in tuned]
-    combos = list(itertools.product(*[p.values for p in tuned]))
+    blocks = [p for p in tuned if p.role != "order"]
+    first = {p.name: p.values[0] for p in tuned if p.role == "order"}     # the others: see tuner.search_auto
+    names = [p.name for p in blocks]
+    combos = list(itertools.product(*[p.values for p in blocks]))
     if len(combos) > MAX_CANDIDATES:          # keep the ones nearest the middle of each range
-        mids = [math.log2(np.median(p.values)) for p in tuned]
+        mids = [math.log2(np.median(p.values)) for p in blocks]
         combos.sort(key=lambda c: sum(abs(math.log2(v) - m) for v, m in zip(c, mids)))
         combos = combos[:MAX_CANDIDATES]
     cands = []
     for combo in combos:
-        kw = {**restore, **dict(zip(names, combo))}
+        kw = {**restore, **dict(zip(names, combo)), **first}
         try:
             g = _normalize_grid(grid, {**base_meta, **kw})
             programs = g[0] * g[1] * g[2]

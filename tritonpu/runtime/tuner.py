@@ -140,6 +140,10 @@ def search_auto(fn, args, kwargs, grid, reset_to_zero=(), executor=None, workers
     rows = [Row(cfg, "pruned" if c.status == "pruned" else "candidate", reason=c.reason)
             for cfg, c in zip(configs, cands)]
     live = [i for i, c in enumerate(cands) if c.status == "candidate"]
+    order_params = [p for p in tuned if p.role == "order"]
+    # program-order parameters are searched last, on the best blocks: keep simulations back for them
+    reserve = min(sum(len(p.values) - 1 for p in order_params), budget // 4) if order_params else 0
+    budget -= reserve
     ex = executors.get(executor, workers, len(live) if len(live) <= budget else 2 * budget)
     sweep = executors.prepare(fn, args, kwargs, grid, [configs[i] for i in live], reset_to_zero)
     at = {i: k for k, i in enumerate(live)}          # candidate index -> index in the sweep
@@ -193,7 +197,10 @@ def search_auto(fn, args, kwargs, grid, reset_to_zero=(), executor=None, workers
             rows[i].status = "not simulated"
             rows[i].reason = (f"lower bound {cands[i].bound:.0f} >= best {best} cycles" if best is not None
                               and cands[i].bound >= best else f"simulation budget ({budget}) spent")
-    timings = {rows[i].config: rows[i].cycles for i in live if rows[i].status == "simulated"}
+    budget += reserve
+    if order_params:
+        sims += _refine_order(order_params, rows, fn, args, kwargs, grid, reset_to_zero, ex, budget - sims, name)
+    timings = {r.config: r.cycles for r in rows if r.status == "simulated"}
     best_row = _pick(rows)
     if best_row is None:
         raise CompilationError(f"autotune {name}: no candidate of configs='auto' compiles and runs: "
@@ -202,6 +209,33 @@ def search_auto(fn, args, kwargs, grid, reset_to_zero=(), executor=None, workers
     out.excluded = excluded
     out.params = tuned
     return out
+
+
+def _refine_order(order, rows, fn, args, kwargs, grid, reset_to_zero, ex, budget, name) -> int:
+    """The program-order parameters (``config_space``: values that only change which program
+    runs which block, e.g. GROUP_SIZE_M), one after another on the best config so far: its other
+    values, as many as ``budget`` allows.  Returns the simulations spent; adds a row each."""
+    from tritonpu.runtime.autotune import Config
+    spent = 0
+    for p in order:
+        done = [r for r in rows if r.status == "simulated"]
+        if not done or spent >= budget:
+            break
+        best = min(done, key=lambda r: r.cycles)
+        tries = [Config({**best.config.kwargs, p.name: v}) for v in p.values
+                 if v != best.config.kwargs[p.name]][:budget - spent]
+        sweep = executors.prepare(fn, args, kwargs, grid, tries, reset_to_zero)
+        results = _run(ex, sweep, None, "simulate", f"autotune {name}: {p.name}")
+        spent += len(tries)
+        for k, config in enumerate(tries):
+            row = Row(config, "simulated")
+            r = results[k]
+            if r["error"]:
+                row.status, row.reason = ("pruned" if r["error"] == "compile" else "failed"), r["reason"]
+            else:
+                _fill(row, r)
+            rows.append(row)
+    return spent
 
 
 def _settle(row, cand, r, mode, cores):
