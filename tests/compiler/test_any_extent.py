@@ -174,6 +174,58 @@ def test_rank5_reductions_over_small_dims(backend, axis):
 
 
 @tritonpu.jit
+def swap_middle4(x_ptr, y_ptr, o_ptr, A: tl.constexpr, B: tl.constexpr, C: tl.constexpr, D: tl.constexpr):
+    a = tl.arange(0, A)[:, None, None, None]
+    b = tl.arange(0, B)[None, :, None, None]
+    c = tl.arange(0, C)[None, None, :, None]
+    d = tl.arange(0, D)[None, None, None, :]
+    x = tl.load(x_ptr + ((a * B + b) * C + c) * D + d)              # (A, B, C, D)
+    y = tl.load(y_ptr + ((a * C + c) * B + b) * D + d)              # the same shape, another layout
+    z = tl.permute(x, (0, 2, 1, 3)) * 2 + tl.permute(y, (0, 2, 1, 3))   # (A, C, B, D): views that do not merge
+    tl.store(o_ptr + ((a * C + c) * B + b) * D + d, tl.permute(z, (0, 2, 1, 3)))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("shape,dtype", [((2, 3, 5, 7), np.float32), ((3, 2, 3, 9), np.int16), ((2, 2, 2, 3), np.int8)])
+def test_rank4_elementwise_on_unaligned_views_that_do_not_merge(backend, shape, dtype):
+    """Each (B, D) slice of the permuted operands starts off 32-byte alignment and the two leading
+    dimensions do not merge into one: the slices move block by block into aligned scratch
+    (a CompilationError "reshape to 2D" before)."""
+    A, B, C, D = shape
+    x = rng.integers(-20, 20, shape).astype(dtype)
+    y = rng.integers(-20, 20, (A, C, B, D)).astype(dtype)
+    o = np.zeros((A, C, B, D), dtype)
+    swap_middle4[(1,)](x, y, o, A=A, B=B, C=C, D=D, backend=backend)
+    np.testing.assert_array_equal(o, (x.transpose(0, 2, 1, 3) * 2 + y).astype(dtype))
+
+
+@tritonpu.jit
+def mix5(x_ptr, o_ptr, D0: tl.constexpr, D1: tl.constexpr, D2: tl.constexpr, D3: tl.constexpr, D4: tl.constexpr):
+    i0 = tl.arange(0, D0)[:, None, None, None, None]
+    i1 = tl.arange(0, D1)[None, :, None, None, None]
+    i2 = tl.arange(0, D2)[None, None, :, None, None]
+    i3 = tl.arange(0, D3)[None, None, None, :, None]
+    i4 = tl.arange(0, D4)[None, None, None, None, :]
+    x = tl.load(x_ptr + (((i0 * D1 + i1) * D2 + i2) * D3 + i3) * D4 + i4)
+    z = tl.permute(x, (2, 0, 3, 1, 4)) + tl.permute(x, (2, 0, 3, 1, 4)) * 3 - 1
+    j2 = tl.arange(0, D2)[:, None, None, None, None]
+    j0 = tl.arange(0, D0)[None, :, None, None, None]
+    j3 = tl.arange(0, D3)[None, None, :, None, None]
+    j1 = tl.arange(0, D1)[None, None, None, :, None]
+    j4 = tl.arange(0, D4)[None, None, None, None, :]
+    tl.store(o_ptr + (((j2 * D0 + j0) * D3 + j3) * D1 + j1) * D4 + j4, z)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_rank5_elementwise_on_an_unaligned_permuted_view(backend):
+    dims = (2, 3, 2, 2, 5)
+    x = rng.integers(-9, 9, dims).astype(np.float32)
+    o = np.zeros((2, 2, 2, 3, 5), np.float32)
+    mix5[(1,)](x, o, *dims, backend=backend)
+    np.testing.assert_array_equal(o, np.transpose(x, (2, 0, 3, 1, 4)) * 4 - 1)
+
+
+@tritonpu.jit
 def _add(a, b):
     return a + b
 

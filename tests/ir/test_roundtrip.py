@@ -57,7 +57,7 @@ def everything_kernel(x_ptr, i_ptr, out_ptr, lock_ptr, n, f, BLOCK: tl.constexpr
     c = tl.dot(a.to(tl.float16), b, acc=tl.zeros((BLOCK, BLOCK), dtype=tl.float32), input_precision="ieee")
     s = tl.sum(c, axis=1) + tl.max(c, axis=1) + tl.min(c, axis=1) + tl.argmax(c, 1) + tl.argmin(c, 1)
     s = s + tl.cumsum(s, 0, reverse=True) + tl.permute(tl.expand_dims(s, 1), (1, 0)).reshape(BLOCK)
-    z = s.to(tl.int32, bitcast=True).to(tl.float32) + j
+    z = s.to(tl.int32, bitcast=True).to(tl.float32) + j + tl.sum(tl.topk(x, 3), 0)
     old = tl.atomic_add(out_ptr + offs, z, mask=mask, sem="acq_rel", scope="gpu")
     tl.atomic_max(out_ptr + offs, old, mask=mask)
     tl.atomic_xchg(lock_ptr, 0)
@@ -90,7 +90,7 @@ def test_everything_kernel_roundtrips_and_uses_most_ops():
     # the tile transfers are made by the memory-analysis pass, not by the frontend
     missing = set(FRONTEND_OPS) - used - {"atomic_rmw", "cmp", "print", "assert"} - {"fma"}
     assert used >= {"atomic_rmw", "atomic_cas", "dot", "reduce", "scan", "for", "while", "if", "bitcast", "permute",
-                    "reshape", "broadcast", "expand_dims", "splat", "select", "print", "assert", "condition",
+                    "reshape", "broadcast", "expand_dims", "slice", "splat", "select", "print", "assert", "condition",
                     "yield", "return", "load", "store", "cast", "cmp", "arange", "program_id", "num_programs"}
     assert not (missing - {"neg", "not", "shl", "shr"}), f"ops the kernel does not exercise: {sorted(missing)}"
 

@@ -95,47 +95,93 @@ class VectorEmitter:
 
     def _slices_misaligned(self, shape, tiles) -> bool:
         """Whether ``geometry`` would need a vector instruction to start at an address that is not
-        32-byte aligned (a rank-3 tile's slices, after merging what merges)."""
+        32-byte aligned (a rank-3+ tile's 2-D slices, after merging what merges)."""
         tiles = [_align_to(t, shape) for t in tiles]
         if len(shape) <= 2 or all(t.is_dense() or not any(t.strides) for t in tiles):
             return False
         shape, tiles = _collapse(tuple(shape), tiles)
-        return len(shape) == 3 and any(t.strides[0] * t.esize % self.m.align["ub"] for t in tiles)
+        align = self.m.align["ub"]
+        return len(shape) >= 3 and any(s * t.esize % align for t in tiles
+                                       for n, s in zip(shape[:-2], t.strides[:-2]) if n > 1)
+
+    @staticmethod
+    def _leading_stride(shape, t: Tile):
+        """The one stride that walks ``t``'s leading dimensions (all but the last two) as one, or None."""
+        lead, st = shape[:-2], t.strides[:-2]
+        for d in range(len(lead) - 1):
+            if lead[d + 1] > 1 and lead[d] > 1 and st[d] != st[d + 1] * lead[d + 1]:
+                return None
+        steps = [s for n, s in zip(lead, st) if n > 1]
+        return steps[-1] if steps else 0
+
+    def _level_bytes(self, shape, t: Tile, level: int):
+        """(bytes a block of ``t``'s dimensions after ``level`` spans, that rounded up to UB alignment)."""
+        span = (sum((n - 1) * s for n, s in zip(shape[level + 1:], t.strides[level + 1:])) + 1) * t.esize
+        align = self.m.align["ub"]
+        return span, (span + align - 1) // align * align
+
+    def _move_blocks(self, dst: int, src: int, n: int, span: int, src_stride: int, dst_stride: int) -> None:
+        """``n`` blocks of ``span`` bytes, UB to UB on the vector pipe (both addresses aligned)."""
+        def extent(addr, stride):
+            return self.acc(Tile(addr, "u8", ((n - 1) * stride + span,), (1,), 1))
+        self.emit(f"mov.ub.ub ub[{dst}], ub[{src}], {n}, {span}, {src_stride}, {dst_stride}", "V",
+                  reads=[extent(src, src_stride)], writes=[extent(dst, dst_stride)])
 
     def _padded(self, shape, tile: Tile, copy_in: bool) -> Tile:
-        """``tile`` (collapsed to rank 3) moved to scratch with each leading slice starting 32-byte
-        aligned — one ``mov.ub.ub`` of its slices, when ``copy_in`` — in the same inner layout."""
-        _, s1, s2 = tile.strides
-        slab = ((shape[1] - 1) * s1 + (shape[2] - 1) * s2 + 1) * tile.esize
-        align = self.m.align["ub"]
-        pitch = (slab + align - 1) // align * align
-        out = tile.with_(addr=self.scratch(shape[0] * pitch), strides=(pitch // tile.esize, s1, s2))
-        if copy_in:
-            self.emit(f"mov.ub.ub ub[{out.addr}], ub[{tile.addr}], {shape[0]}, {slab}, "
-                      f"{tile.strides[0] * tile.esize}, {pitch}", "V", reads=[self.acc(tile)], writes=[self.acc(out)])
-        return out
+        """``tile`` (collapsed to rank 3 or more) moved to scratch with each 2-D slice starting 32-byte
+        aligned, in the same inner layout, viewed as rank 3 (its leading dimensions as one). With
+        ``copy_in``, one ``mov.ub.ub`` per block of each leading dimension in turn: every move
+        starts at an aligned address (the tile's, then a padded block's)."""
+        bases = [tile.addr]
+        pitch = 0
+        for level, n in enumerate(shape[:-2]):
+            span, pitch = self._level_bytes(shape, tile, level)
+            addr = self.scratch(len(bases) * n * pitch)
+            if copy_in:
+                for j, b in enumerate(bases):
+                    self._move_blocks(addr + j * n * pitch, b, n, span, tile.strides[level] * tile.esize, pitch)
+            bases = [addr + q * pitch for q in range(len(bases) * n)]
+        return tile.with_(addr=bases[0], shape=(len(bases),) + tuple(shape[-2:]),
+                          strides=(pitch // tile.esize,) + tuple(tile.strides[-2:]))
+
+    def _unpadded(self, shape, out: Tile, d: Tile) -> None:
+        """The inverse of :meth:`_padded`: ``out``'s slices moved back into ``d``'s layout (whose
+        dimensions after the first are dense), the last leading dimension first."""
+        lead = shape[:-2]
+        levels = [d.addr]          # each level's buffer: d itself, then scratch blocks of d's layout
+        for level in range(1, len(lead)):
+            levels.append(self.scratch(math.prod(lead[:level]) * self._level_bytes(shape, d, level - 1)[1]))
+        src = out.addr
+        for level in reversed(range(len(lead))):
+            n = lead[level]
+            span, pitch = self._level_bytes(shape, d, level)
+            up = self._level_bytes(shape, d, level - 1)[1] if level else 0
+            for j in range(math.prod(lead[:level])):
+                self._move_blocks(levels[level] + j * up, src + j * n * pitch, n, span, pitch,
+                                  d.strides[level] * d.esize)
+            src = levels[level]
 
     def _vec_padded(self, mnemonic, dst: Tile, srcs: list, scalars, extra) -> None:
-        """``vec`` on rank-3 tiles whose slices are not 32-byte aligned: the misaligned operands are
+        """``vec`` on rank-3+ tiles whose slices are not 32-byte aligned: the misaligned operands are
         copied slice by slice into aligned scratch (the result back out of it), the operation runs
-        there (issue 15: pad slices on chip)."""
+        there on rank-3 views (issue 15: pad slices on chip)."""
         shape, tiles = _collapse(tuple(dst.shape), [_align_to(t, dst.shape) for t in [dst] + list(srcs)])
         align = self.m.align["ub"]
+        count = math.prod(shape[:-2])
         moved = []
         for t in tiles:
-            if any(s < 0 for s in t.strides) or t.strides[0] == 0 or t.strides[0] * t.esize % align == 0:
-                moved.append(t)
+            lead = self._leading_stride(shape, t)
+            if lead is not None and (any(s < 0 for s in t.strides) or lead == 0 or lead * t.esize % align == 0):
+                moved.append(t.with_(shape=(count,) + tuple(shape[-2:]), strides=(lead,) + tuple(t.strides[-2:])))
             else:
                 moved.append(self._padded(shape, t, copy_in=t is not tiles[0]))
         out, d = moved[0], tiles[0]
-        if out is not d and not d.with_(shape=shape[1:], strides=d.strides[1:]).is_dense():
+        if out.addr != d.addr and not d.with_(shape=shape[1:], strides=d.strides[1:]).is_dense():
             self.fail(f"a rank-{len(dst.shape)} result whose slices are neither 32-byte aligned nor contiguous; "
                       "reshape to 2D")
         self.vec(mnemonic, out, moved[1:], scalars, extra)
-        if out is not d:
-            slab = shape[1] * shape[2] * d.esize
-            self.emit(f"mov.ub.ub ub[{d.addr}], ub[{out.addr}], {shape[0]}, {slab}, {out.strides[0] * d.esize}, "
-                      f"{d.strides[0] * d.esize}", "V", reads=[self.acc(out)], writes=[self.acc(d)])
+        if out.addr != d.addr:
+            self._unpadded(shape, out, d)
 
     def vec(self, mnemonic: str, dst: Tile, srcs: list, scalars=(), extra="") -> None:
         """Emit ``mnemonic dst, srcs..., scalars..., cols[, rows=]`` over dst's shape."""
@@ -299,6 +345,11 @@ class VectorEmitter:
         else:   # reshape
             d = self.dense(t, persistent=True)
             self.define(op.result, Tile.dense(d.addr, d.dtype, shape, d.esize))
+
+    def kind_slice(self, op) -> None:
+        """The leading sub-block: the operand's tile, fewer elements (same address and strides)."""
+        t = self.as_tile(op.operands[0])
+        self.define(op.result, t.with_(shape=tuple(op.result.type.shape)))
 
     # ---- reductions and scans ---------------------------------------------------------------------
     def _reduce_geometry(self, t: Tile, axis: int):

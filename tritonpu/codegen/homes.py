@@ -10,7 +10,7 @@ from tritonpu.ir.ops import TILE_LOADS
 UB, REG, L1, L0C = "ub", "reg", "l1", "l0c"
 NOWHERE = "none"        # a value nothing reads (an L0C accumulator's zeros)
 ONCHIP = (UB, L1, L0C)
-VIEW_OPS = frozenset(("expand_dims", "reshape", "broadcast", "permute", "bitcast"))
+VIEW_OPS = frozenset(("expand_dims", "reshape", "broadcast", "permute", "bitcast", "slice"))
 VECTOR_SCALAR_OPS = frozenset(("reduce",))
 LOOPS = frozenset(("for", "while"))
 
@@ -71,8 +71,9 @@ def loaded(v) -> bool:
 
 def reshape_copies(op) -> bool:
     """A reshape of a view whose elements are not laid out densely in order — a permute, a
-    broadcast, or a view of one — cannot be another view of its operand's storage: it is a copy
-    into a tile of its own (planned like any result)."""
+    broadcast, a slice narrower than its operand past the first dimension, or a view of one —
+    cannot be another view of its operand's storage: it is a copy into a tile of its own (planned
+    like any result)."""
     if op.name != "reshape":
         return False
     v = op.operands[0]
@@ -84,6 +85,8 @@ def reshape_copies(op) -> bool:
     if o.name == "permute":
         moved = [d for i, d in enumerate(o.attrs["order"]) if d != i]
         return any(o.operands[0].type.shape[d] > 1 for d in moved)
+    if o.name == "slice":
+        return o.operands[0].type.shape[1:] != o.result.type.shape[1:]
     return o.name == "broadcast" and o.operands[0].type.shape != o.result.type.shape
 
 

@@ -334,6 +334,17 @@ def lower_permute(ctx, op, ins):
     return [view_permute(x, list(op.attrs["order"]), ty.shape)]
 
 
+def lower_slice(ctx, op, ins):
+    """A leading sub-block: the same elements at the same indices, fewer of them (a view)."""
+    ty = op.results[0].type
+    x = ins[0]
+    if isinstance(x, Scalar):
+        return [x]
+    if isinstance(x, Buf):
+        return [Buf(x.ptr, ty.shape, x.strides, x.s)]
+    return [Expr(ty.shape, x.s, x.fn, x.cost, x.cheap)]
+
+
 def lower_reshape(ctx, op, ins):
     ty = op.results[0].type
     x = ins[0]
@@ -359,5 +370,5 @@ LOWER = {
     "cmp": lower_cmp, "select": lower_select, "fma": lower_fma, "cast": lower_cast, "bitcast": lower_bitcast,
     "addptr": lower_addptr, "constant": lower_constant, "arange": lower_arange, "splat": lower_splat,
     "broadcast": lower_broadcast, "expand_dims": lower_expand_dims, "permute": lower_permute,
-    "reshape": lower_reshape,
+    "reshape": lower_reshape, "slice": lower_slice,
 }

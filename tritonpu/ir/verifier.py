@@ -92,6 +92,11 @@ def _check_types(op: Op) -> None:
             _fail(op, f"changes the shape, not the elements: {ins[0].type} -> {res}")
         if op.name == "permute" and sorted(op.attrs["order"]) != list(range(len(res.shape))):
             _fail(op, f"order {op.attrs['order']} is not a permutation of the dimensions")
+    elif kind == "slice":
+        a, r = ins[0].type.shape, res.shape
+        if ins[0].type.scalar != res.scalar or ins[0].type.is_ptr or len(a) != len(r) or \
+                any(y > x or y < 1 for x, y in zip(a, r)):
+            _fail(op, f"takes a leading sub-block of values of one rank and type, got {ins[0].type} -> {res}")
     elif kind == "reduce":
         if op.attrs["op"] not in REDUCE_KINDS:
             _fail(op, f"unknown reduction {op.attrs['op']!r}")

@@ -4,10 +4,14 @@
 
 ``flip`` reverses along ``dim`` (the last dimension for None) exactly: the odd elements reversed
 interleaved with the even ones reversed, both halves reversed together as the rows of one block,
-log2(n) levels. ``sort`` returns the block sorted along ``dim`` (the last dimension for None; its
-size a power of two), ascending or ``descending``, by a bitonic network whose compare-exchanges
-swap a pair when it is out of order by ``>`` (NaNs compare false, so where they end up is
-unspecified, as in Triton). Equal elements are indistinguishable in the result (values only).
+log2(n) levels. ``sort`` returns the block sorted along ``dim`` (the last dimension for None),
+ascending or ``descending``, by a bitonic network whose compare-exchanges swap a pair when it is
+out of order by ``>`` (for a power-of-two size: NaNs compare false, so where they end up is
+unspecified, as in Triton); another size is sorted by its order keys (a total order on the bits:
+NaNs last, or first when descending): by rank when the rows are small, else padded to a power of
+two, through the network, and cut back (``slice``).
+Equal elements are indistinguishable in the result (values only). ``topk`` is the descending
+sort's first ``k``.
 ``gather(src, index, axis)`` is Triton's: ``out[i][j] = src[index[i][j]][j]`` for axis 0 (and so on),
 ``index`` shaped like ``src`` except along ``axis``; each element is picked exactly by an
 (index == position) comparison over ``src``'s extent along ``axis`` (so it needs index-size x
@@ -20,8 +24,8 @@ from tritonpu.language import core as tl
 from tritonpu.language.core import SemanticError, tensor
 from tritonpu.language.memory import cat, interleave, join, reduce_sum, select_sum, split
 from tritonpu.language.semantic import (_canon_axis, and_, arange, broadcast_to_shape, cast, compare, expand_dims,
-                                        floordiv, mod, mul, or_, permute, reshape, sub, to_tensor,
-                                        where, xor_)
+                                        floordiv, leading, mod, mul, or_, permute, reshape, scalar_constant, sub,
+                                        to_tensor, where, xor_)
 
 
 def _halves(x2, t):
@@ -85,15 +89,16 @@ def flip(x, dim=None) -> tensor:
 def sort(x, dim=None, descending=False) -> tensor:
     desc = bool(tl._unwrap(descending))
     return _on_rows(x, dim, "sort", lambda rows: _bitonic(rows, desc) if _pow2(rows.shape[1])
-                    else _rank_sort(rows, desc))
+                    else _keyed_sort(rows, desc))
 
 
-_ORDER_INT = {16: tl.int16, 32: tl.int32, 64: tl.int64}
+_ORDER_INT = {8: tl.int8, 16: tl.int16, 32: tl.int32, 64: tl.int64}
 
 
 def _order_key(rows):
     """Keys whose ``<`` is a total order consistent with the values' (floats by their bits: negatives
-    flipped, so -NaN < -inf < ... < -0.0 < 0.0 < ... < inf < NaN; booleans as int8)."""
+    flipped, so -NaN < -inf < ... < -0.0 < 0.0 < ... < inf < NaN; booleans as int8) — one key per
+    bit pattern, so :func:`_from_key` gives the values back exactly."""
     dt = rows.dtype
     if dt.is_bool():
         return cast(rows, tl.int8)
@@ -104,10 +109,20 @@ def _order_key(rows):
     return where(compare(bits, 0, "lt"), xor_(bits, (1 << (dt.primitive_bitwidth - 1)) - 1), bits)
 
 
+def _from_key(key, dt):
+    """The values whose :func:`_order_key` is ``key``."""
+    if dt.is_bool():
+        return cast(key, dt)
+    if not dt.is_floating():
+        return key
+    bits = where(compare(key, 0, "lt"), xor_(key, (1 << (dt.primitive_bitwidth - 1)) - 1), key)
+    return cast(bits, dt, bitcast=True)
+
+
 def _rank_sort(rows, desc):
-    """Rows sorted by rank (any size): element i goes to position #{j: before(j, i)}, where j comes
-    before i when its key is smaller (larger, descending) or equal with j < i — a permutation, so
-    every value comes through exactly; (B, n, n) comparisons."""
+    """Rows sorted by rank: element i goes to position #{j: before(j, i)}, where j comes before i
+    when its key is smaller (larger, descending) or equal with j < i — a permutation, so every
+    value comes through exactly; (B, n, n) comparisons: for small rows, cheaper than a network."""
     b, n = rows.shape
     key = _order_key(rows)
     ki, kj = expand_dims(key, 2), expand_dims(key, 1)                      # (B, n, 1), (B, 1, n)
@@ -119,18 +134,51 @@ def _rank_sort(rows, desc):
     return select_sum(broadcast_to_shape(expand_dims(rows, 1), [b, n, n]), at, 2)
 
 
+# rows of another size than a power of two are sorted by rank while their (B, n, n) comparisons
+# stay this small (a few 16K-element blocks on chip), else by the padded network: both order by the
+# keys, so which one runs never changes the result
+RANK_SORT_ELEMENTS = 1 << 14
+
+
+def _keyed_sort(rows, desc):
+    b, n = rows.shape
+    return _rank_sort(rows, desc) if b * n * n <= RANK_SORT_ELEMENTS else _padded_sort(rows, desc)
+
+
+def _padded_sort(rows, desc):
+    """Rows of any length ``n`` sorted: their order keys padded to the next power of two with the key
+    that sorts last (the largest, descending: the smallest), the bitonic network, the first ``n``
+    taken back to values. A padding key equal to a real one stands for the same bits, so the first
+    ``n`` are exactly the row's values in order (n log^2 n work, the padded row on chip)."""
+    b, n = rows.shape
+    key = _order_key(rows)
+    kt = key.dtype
+    bits = kt.primitive_bitwidth
+    if kt.is_int_unsigned():
+        last = 0 if desc else (1 << bits) - 1
+    else:
+        last = -(1 << (bits - 1)) if desc else (1 << (bits - 1)) - 1
+    width = 1 << (n - 1).bit_length()
+    copies = -(-width // n)
+    wide = leading(reshape(broadcast_to_shape(expand_dims(key, 1), [b, copies, n]), [b, copies * n]), [b, width])
+    padded = where(compare(expand_dims(arange(0, width), 0), n, "lt"), wide, scalar_constant(last, kt))
+    return _from_key(leading(_bitonic(padded, desc), [b, n]), rows.dtype)
+
+
 def topk(x, k, dim=None) -> tensor:
     """Triton's ``tl.topk``: the ``k`` largest elements along ``dim`` (the last for None), largest
-    first — the descending sort's first ``k``, taken by halving (exact)."""
+    first — the descending sort's first ``k`` (for powers of two, taken by halving; exact)."""
     k = tl._unwrap(k)
 
     def first_k(rows):
         b, n = rows.shape
         if not isinstance(k, int) or not 1 <= k <= n:
             raise SemanticError(f"tl.topk needs k from 1 to {n} (the size along dim), got {k!r}")
-        if not (_pow2(n) and _pow2(k)):
-            return _pick(_rank_sort(rows, True), arange(0, k))
+        if not _pow2(n):
+            return leading(_keyed_sort(rows, True), [b, k])
         rows = _bitonic(rows, True)
+        if not _pow2(k):
+            return leading(rows, [b, k])
         while n > k:
             n //= 2
             first, _ = _halves(rows, n)                  # the first half of each row, transposed

@@ -473,6 +473,18 @@ def permute(x, order) -> tensor:
     return _op("permute", [x], T.block(x.ty.scalar, shape), order=order)
 
 
+def leading(x, shape) -> tensor:
+    """The leading sub-block of ``x`` of ``shape`` (same rank, no extent larger): element
+    ``[i, j, ..]`` is ``x[i, j, ..]`` (the IR's ``slice``)."""
+    x = to_tensor(x)
+    shape = [int(n) for n in shape]
+    if len(shape) != len(x.shape) or any(not 1 <= n <= m for n, m in zip(shape, x.shape)):
+        raise SemanticError(f"a leading sub-block of {x.shape} needs one extent from 1 to each of them, got {shape}")
+    if shape == list(x.shape):
+        return x
+    return _op("slice", [x], T.block(x.ty.scalar, shape))
+
+
 def subscript(x: tensor, slices) -> tensor:
     if not isinstance(slices, tuple):
         slices = (slices,)

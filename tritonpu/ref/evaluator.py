@@ -179,6 +179,7 @@ EVAL = {
     "expand_dims": lambda op, x: np.expand_dims(x, op.attrs["axis"]),
     "reshape": lambda op, x: np.reshape(x, op.results[0].type.shape),
     "permute": lambda op, x: np.transpose(x, op.attrs["order"]),
+    "slice": lambda op, x: x[tuple(slice(0, n) for n in op.results[0].type.shape)],
     "arange": lambda op: np.arange(op.attrs["start"], op.attrs["end"], dtype=np.int32),
     "constant": lambda op: np.full(op.results[0].type.shape, op.attrs["value"], _npdt(op.results[0].type)),
     "reduce": _reduce,
