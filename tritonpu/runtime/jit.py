@@ -336,7 +336,16 @@ class JITFunction:
                 raise LaunchError(f"argument `{hit[0]}` is a read-only array but the kernel stores to it; pass "
                                   "a writeable array (e.g. a copy)")
         from tritonpu.runtime import backends
-        handle.stats = backends.launch(backend, kernel, arrays, grid, options)
+        try:
+            handle.stats = backends.launch(backend, kernel, arrays, grid, options)
+        except CompilationError as e:
+            from tritonpu.runtime.config_space import is_resource_error
+            if backend != "npu" or not is_resource_error(e.message):
+                raise
+            from tritonpu.runtime.fit_hint import size_that_fits
+            scalars = {p.name: a for p, a in zip(kernel.fn.args, arrays) if not p.type.is_ptr}
+            hint = size_that_fits(self, bound, options, scalars)
+            raise CompilationError(e.message + hint, e.file, e.line, e.col) from None
         if notes and handle.stats is not None and hasattr(handle.stats, "notes"):
             handle.stats.notes = list(handle.stats.notes or []) + notes
         hooks.launched(self, handle, options)

@@ -1,0 +1,61 @@
+"""When a launch does not fit the chip, a block size that does — found by compiling.
+
+A kernel that runs on the reference backend but needs more Unified Buffer / L1 / L0 than the NPU
+has fails with a ``CompilationError`` naming the block and its bytes; this module adds the size
+that fits: each ``tl.constexpr`` the kernel uses as a block extent (``tl.arange``, ``zeros``,
+block pointer shapes, ...; :func:`config_space.analyse`) is halved, largest first, and the kernel
+compiled for the NPU (no launch) until it fits, at most :data:`MAX_COMPILES` compiles in all; the
+first that fits is named, else the message says that halving alone did not help. Only the error
+path pays for it.
+"""
+from __future__ import annotations
+
+from tritonpu.errors import CompilationError, TritonpuError
+
+MAX_COMPILES = 8
+
+
+def _block_extents(jitfn, bound: dict) -> list:
+    """The constexprs the kernel uses as block extents with their values (> 1), largest first."""
+    from tritonpu.runtime.config_space import analyse
+    constexprs = set(jitfn.constexpr_names)
+    scalars = {n for n, v in bound.items() if n not in constexprs and isinstance(v, int) and not isinstance(v, bool)}
+    names = analyse(jitfn.ast, constexprs, scalars)
+    out = [(n, bound[n]) for n in names if isinstance(bound.get(n), int) and not isinstance(bound[n], bool)
+           and bound[n] > 1]
+    return sorted(out, key=lambda nv: -nv[1])
+
+
+def _fits(jitfn, bound: dict, options: dict, scalars: dict) -> bool | None:
+    """True when the kernel compiles for the NPU with these arguments, False when it runs out of a
+    memory again, None when it fails otherwise (the size is no good for another reason)."""
+    from tritonpu.codegen.pipeline import artifact
+    from tritonpu.runtime.config_space import is_resource_error
+    try:
+        params, _ = jitfn.specialize(bound)
+        artifact(jitfn.compile(params, options), options, scalars)
+        return True
+    except CompilationError as e:
+        return False if is_resource_error(e.message) else None
+    except TritonpuError:
+        return None
+
+
+def size_that_fits(jitfn, bound: dict, options: dict, scalars: dict) -> str:
+    """A sentence for the error: the block size that fits, or that halving one did not help."""
+    tried = 0
+    extents = _block_extents(jitfn, bound)
+    for name, value in extents:
+        v = value // 2
+        while v >= 1 and tried < MAX_COMPILES:
+            tried += 1
+            ok = _fits(jitfn, {**bound, name: v}, options, scalars)
+            if ok:
+                return f" — it fits with {name}={v} (checked by compiling; the rest of the launch as given)"
+            if ok is None:
+                break
+            v //= 2
+    if not extents:
+        return ""
+    names = ", ".join(n for n, _ in extents)
+    return f" — halving {names} one at a time ({tried} compile{'' if tried == 1 else 's'}) did not make it fit"
