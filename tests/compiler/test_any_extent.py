@@ -151,14 +151,20 @@ def test_rank3_unaligned_broadcast_and_middle_reduction(backend, shape, dtype):
 
 
 @tritonpu.jit
-def sum5(x_ptr, o_ptr, D0: tl.constexpr, D1: tl.constexpr, D2: tl.constexpr, D3: tl.constexpr, D4: tl.constexpr,
-         AX: tl.constexpr, OUT: tl.constexpr):
+def _offsets5(D0: tl.constexpr, D1: tl.constexpr, D2: tl.constexpr, D3: tl.constexpr, D4: tl.constexpr):
+    """Row-major offsets of a (D0, .., D4) block."""
     i0 = tl.arange(0, D0)[:, None, None, None, None]
     i1 = tl.arange(0, D1)[None, :, None, None, None]
     i2 = tl.arange(0, D2)[None, None, :, None, None]
     i3 = tl.arange(0, D3)[None, None, None, :, None]
     i4 = tl.arange(0, D4)[None, None, None, None, :]
-    x = tl.load(x_ptr + (((i0 * D1 + i1) * D2 + i2) * D3 + i3) * D4 + i4)
+    return (((i0 * D1 + i1) * D2 + i2) * D3 + i3) * D4 + i4
+
+
+@tritonpu.jit
+def sum5(x_ptr, o_ptr, D0: tl.constexpr, D1: tl.constexpr, D2: tl.constexpr, D3: tl.constexpr, D4: tl.constexpr,
+         AX: tl.constexpr, OUT: tl.constexpr):
+    x = tl.load(x_ptr + _offsets5(D0, D1, D2, D3, D4))
     tl.store(o_ptr + tl.arange(0, OUT), tl.reshape(tl.sum(x, axis=AX), (OUT,)))
 
 
@@ -201,19 +207,9 @@ def test_rank4_elementwise_on_unaligned_views_that_do_not_merge(backend, shape, 
 
 @tritonpu.jit
 def mix5(x_ptr, o_ptr, D0: tl.constexpr, D1: tl.constexpr, D2: tl.constexpr, D3: tl.constexpr, D4: tl.constexpr):
-    i0 = tl.arange(0, D0)[:, None, None, None, None]
-    i1 = tl.arange(0, D1)[None, :, None, None, None]
-    i2 = tl.arange(0, D2)[None, None, :, None, None]
-    i3 = tl.arange(0, D3)[None, None, None, :, None]
-    i4 = tl.arange(0, D4)[None, None, None, None, :]
-    x = tl.load(x_ptr + (((i0 * D1 + i1) * D2 + i2) * D3 + i3) * D4 + i4)
+    x = tl.load(x_ptr + _offsets5(D0, D1, D2, D3, D4))
     z = tl.permute(x, (2, 0, 3, 1, 4)) + tl.permute(x, (2, 0, 3, 1, 4)) * 3 - 1
-    j2 = tl.arange(0, D2)[:, None, None, None, None]
-    j0 = tl.arange(0, D0)[None, :, None, None, None]
-    j3 = tl.arange(0, D3)[None, None, :, None, None]
-    j1 = tl.arange(0, D1)[None, None, None, :, None]
-    j4 = tl.arange(0, D4)[None, None, None, None, :]
-    tl.store(o_ptr + (((j2 * D0 + j0) * D3 + j3) * D1 + j1) * D4 + j4, z)
+    tl.store(o_ptr + _offsets5(D2, D0, D3, D1, D4), z)
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
