@@ -106,8 +106,9 @@ def _closure(deps: dict, seeds: set) -> set:
     return out
 
 
-def analyse(fn_ast: ast.FunctionDef, constexprs: set, scalar_args: set) -> dict:
-    """name -> BlockParam (values not filled) for the constexprs in ``constexprs`` used as extents."""
+def analyse(fn_ast: ast.FunctionDef, constexprs: set, scalar_args: set, order: bool = False) -> dict:
+    """name -> BlockParam (values not filled) for the constexprs in ``constexprs`` used as extents
+    (and with ``order``, the program-order parameters among the others, role ``order``)."""
     deps: dict = {}
     for node in ast.walk(fn_ast):
         if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)) and node.value is not None:
@@ -134,13 +135,13 @@ def analyse(fn_ast: ast.FunctionDef, constexprs: set, scalar_args: set) -> dict:
                     params.setdefault(n, BlockParam(n, "cover"))
     # program-order parameters: constexprs that are no extent but take part in computing a value
     # derived from the program id (GROUP_SIZE_M in ``first_pid_m = group_id * GROUP_SIZE_M``)
-    order = set()
+    ordering = set()
     for node in ast.walk(fn_ast):
-        if isinstance(node, ast.Assign):
+        if order and isinstance(node, ast.Assign):
             used = _names(node.value)
             targets = set().union(*(_names(t) for t in node.targets))
             if used & (constexprs - set(params)) and (used & (pid | pid_seeds) or targets & pid):
-                order |= used & (constexprs - set(params))
+                ordering |= used & (constexprs - set(params))
     if not params:
         return params
     roles = {n: set() for n in params}
@@ -188,7 +189,7 @@ def analyse(fn_ast: ast.FunctionDef, constexprs: set, scalar_args: set) -> dict:
     for n, p in params.items():
         p.role = "grid" if "grid" in roles[n] else "loop" if "loop" in roles[n] else "cover"
         p.extent_names = sorted(extents[n] or compared[n])
-    for n in sorted(order):
+    for n in sorted(ordering):
         params[n] = BlockParam(n, "order")
     return params
 
@@ -241,7 +242,7 @@ def block_params(jit, args, kwargs) -> list:
     named = dict(zip(jit.arg_names, args))
     named.update(kwargs)
     scalars = {n for n, v in named.items() if isinstance(v, (int, np.integer)) and not isinstance(v, bool)}
-    params = analyse(jit.ast, constexprs, scalars)
+    params = analyse(jit.ast, constexprs, scalars, order=True)
     arrays = [a for a in (_as_np(v) for v in named.values()) if a is not None]
     biggest = max((max(a.shape) for a in arrays if a.ndim), default=None)
     smallest = min((a.dtype.itemsize for a in arrays), default=4)
