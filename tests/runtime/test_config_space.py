@@ -76,13 +76,17 @@ def test_footprint_pruning_never_drops_a_config_that_compiles():
     assert res.best.kwargs["BLOCK"] >= m
 
 
-def test_auto_finds_the_exhaustive_best_and_only_skips_what_its_bound_rules_out():
-    M, N, K = 96, 64, 64
+def _matmul_args(M, N, K):
+    """tk.matmul's arguments for an M x N x K fp16 product into fp32."""
     rng = np.random.default_rng(0)
     a = rng.standard_normal((M, K)).astype(np.float16)
     b = rng.standard_normal((K, N)).astype(np.float16)
-    c = np.zeros((M, N), np.float32)
-    args = (a, b, c, M, N, K, K, N, N)
+    return (a, b, np.zeros((M, N), np.float32), M, N, K, K, N, N)
+
+
+def test_auto_finds_the_exhaustive_best_and_only_skips_what_its_bound_rules_out():
+    M, N, K = 96, 64, 64
+    args = _matmul_args(M, N, K)
     kw = {"GROUP_M": 4, "sanitize": False}
     grid = tk.matmul_grid(M, N)
     full = tuner.search_auto(tk.matmul, args, kw, grid, max_simulations=10_000, executor="inprocess")
@@ -147,11 +151,7 @@ def test_a_program_order_parameter_is_tuned_on_the_best_blocks_within_the_budget
     it is tuned -- the block search runs at GROUP_M 8, then the best blocks at the other values, in
     the simulations kept back for them (before, the launch was refused: GROUP_M could not be tuned)."""
     M, N, K = 96, 64, 64
-    rng = np.random.default_rng(0)
-    a = rng.standard_normal((M, K)).astype(np.float16)
-    b = rng.standard_normal((K, N)).astype(np.float16)
-    c = np.zeros((M, N), np.float32)
-    args = (a, b, c, M, N, K, K, N, N)
+    args = _matmul_args(M, N, K)
     p = _params(tk.matmul, args, {})
     assert p["GROUP_M"].role == "order" and sorted(p["GROUP_M"].values) == [1, 2, 4, 8]
     assert {p[n].role for n in ("BLOCK_M", "BLOCK_N", "BLOCK_K")} <= {"grid", "loop"}
@@ -167,5 +167,6 @@ def test_a_program_order_parameter_is_tuned_on_the_best_blocks_within_the_budget
     assert res.timings[res.best] == min(r.cycles for r in ran)
     kern = tritonpu.autotune(configs="auto", key=["M"], executor="inprocess", max_simulations=4)(tk.matmul)
     kern[tk.matmul_grid(M, N)](*args, sanitize=False)
+    a, b, c = args[:3]
     np.testing.assert_allclose(c, a.astype(np.float32) @ b.astype(np.float32), rtol=1e-2, atol=1e-2)
     assert "GROUP_M" in kern.best_config.kwargs

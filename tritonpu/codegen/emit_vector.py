@@ -22,6 +22,7 @@ _UN = {"neg": "vneg", "not": "vnot", "abs": "vabs", "exp": "vexp", "exp2": "vexp
        "ceil": "vceil", "erf": "verf", "tanh": "vtanh",
        **{n: "v" + n for n in ("asin", "acos", "atan", "tan", "sinh", "cosh", "log1p", "expm1", "log10", "rint")}}
 _SWAP = {"lt": "gt", "le": "ge", "gt": "lt", "ge": "le", "eq": "eq", "ne": "ne"}
+_BY_COLUMN = ("varange",)      # instructions whose element [r, c] depends on c: never read transposed
 
 
 def _align_to(t: Tile, shape: tuple) -> Tile:
@@ -183,11 +184,21 @@ class VectorEmitter:
         if out.addr != d.addr:
             self._unpadded(shape, out, d)
 
+    def _repeats(self, rows: int, cols: int, esize: int) -> int:
+        """Vector repeats of a rows x cols instruction (the cost model's unit: 256 B of a row each)."""
+        return rows * -(-(cols * esize) // self.m.vector_repeat_bytes)
+
     def vec(self, mnemonic: str, dst: Tile, srcs: list, scalars=(), extra="") -> None:
-        """Emit ``mnemonic dst, srcs..., scalars..., cols[, rows=]`` over dst's shape."""
+        """Emit ``mnemonic dst, srcs..., scalars..., cols[, rows=]`` over dst's shape. An element-by-
+        element instruction over many short rows reads its operands transposed when that takes
+        fewer repeats (a (2048, 2) select: 64 repeats instead of 2048)."""
         if self._slices_misaligned(dst.shape, [dst] + list(srcs)):
             return self._vec_padded(mnemonic, dst, srcs, scalars, extra)
+        esize = max(t.esize for t in [dst] + list(srcs) if isinstance(t, Tile))
         for rows, cols, ops in self.geometry(dst.shape, [dst] + list(srcs)):
+            if rows > 1 and not mnemonic.startswith(_BY_COLUMN) and \
+                    self._repeats(cols, rows, esize) < self._repeats(rows, cols, esize):
+                rows, cols, ops = cols, rows, [(a, cs, rs) for a, rs, cs in ops]
             args = [self.opnd(a, rs, cs, rows, cols) for a, rs, cs in ops]
             args += [str(s) for s in scalars]
             args.append(str(cols))
@@ -412,6 +423,12 @@ class VectorEmitter:
         if kind.startswith("arg") and axis == 0:
             # the vector unit finds first extrema along rows: read the block transposed
             rows, cols, axis, rs, cs = cols, rows, 1, cs, rs
+        elif axis == 1 and rows > 1 and not kind.startswith("arg") and \
+                (not acc_t.startswith(("f", "bf")) or cols <= 2) and \
+                self._repeats(cols, rows, src.esize) < self._repeats(rows, cols, src.esize):
+            # many short rows: reduce the transposed block along its columns (fewer repeats; the
+            # same result: integers exactly, floats when each row is one operation)
+            rows, cols, axis, rs, cs = cols, rows, 0, cs, rs
         extra = f"axis={axis}" if axis != 1 else ""
         args = [self.opnd(dst.addr, 0, 1, 1, 2), self.opnd(a, rs, cs, rows, cols), str(cols)]
         if rows != 1:
