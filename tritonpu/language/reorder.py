@@ -104,9 +104,13 @@ def _order_key(rows):
         return cast(rows, tl.int8)
     if not dt.is_floating():
         return rows
-    ity = _ORDER_INT[dt.primitive_bitwidth]
-    bits = cast(rows, ity, bitcast=True)
-    return where(compare(bits, 0, "lt"), xor_(bits, (1 << (dt.primitive_bitwidth - 1)) - 1), bits)
+    return _flip_negatives(cast(rows, _ORDER_INT[dt.primitive_bitwidth], bitcast=True))
+
+
+def _flip_negatives(bits):
+    """The bits of negative integers with all but the sign flipped (its own inverse): the order
+    key of a float's bits, and back."""
+    return where(compare(bits, 0, "lt"), xor_(bits, (1 << (bits.dtype.primitive_bitwidth - 1)) - 1), bits)
 
 
 def _from_key(key, dt):
@@ -115,8 +119,7 @@ def _from_key(key, dt):
         return cast(key, dt)
     if not dt.is_floating():
         return key
-    bits = where(compare(key, 0, "lt"), xor_(key, (1 << (dt.primitive_bitwidth - 1)) - 1), key)
-    return cast(bits, dt, bitcast=True)
+    return cast(_flip_negatives(key), dt, bitcast=True)
 
 
 def _rank_sort(rows, desc):
