@@ -124,37 +124,70 @@ def test_a_kernel_defined_in_a_scripts_main_runs_on_the_pool_and_the_script_runs
     assert r.stdout.count("LAUNCHED") == 1 and "LAUNCHED processes 5" in r.stdout
 
 
+class _FakeRay:
+    """Ray's calls the executor makes, run at once: an actor method returns its result's ref."""
+
+    def __init__(self):
+        self.in_flight, self.most, self.ran = set(), 0, []     # ran: (actor, spec key) in order
+
+    def put(self, arrays):
+        return "ref"
+
+    def wait(self, pending, num_returns):
+        return pending[:1], pending[1:]
+
+    def get(self, ref):
+        self.in_flight.discard(ref)
+        return {"trial": ref}
+
+    def actor(self, i):
+        fake = self
+
+        class Method:
+            def remote(self, spec, ref, mode):
+                fake.ran.append((i, spec.key))
+                ref = len(fake.ran)
+                fake.in_flight.add(ref)
+                fake.most = max(fake.most, len(fake.in_flight))
+                return ref
+
+        return type("Actor", (), {"trial": Method()})()
+
+
+def _fake_ray_executor(monkeypatch, workers):
+    fake = _FakeRay()
+    monkeypatch.setattr(executors.Ray, "_actors", [])
+    monkeypatch.setattr(executors.Ray, "_keys", [])
+    monkeypatch.setattr(executors.Ray, "_actor_class",
+                        type("ActorClass", (), {"remote": lambda self: fake.actor(len(executors.Ray._actors))})())
+    ex = object.__new__(executors.Ray)
+    ex.ray, ex.workers = fake, workers
+    return fake, ex
+
+
+def _specs(keys):
+    return [executors.TrialSpec(i, "k", key, "", (1, 1, 1), {}, []) for i, key in enumerate(keys)]
+
+
 def test_ray_runs_at_most_workers_trials_at_once(monkeypatch):
     # the local runtime is started with every CPU once per process; `workers` bounds the trials
     # in flight (a first sweep with 1 worker left later 2-worker sweeps on one CPU)
-    class FakeRay:
-        def __init__(self):
-            self.in_flight, self.most = set(), 0
-
-        def put(self, arrays):
-            return "ref"
-
-        def wait(self, pending, num_returns):
-            return pending[:1], pending[1:]
-
-        def get(self, ref):
-            self.in_flight.discard(ref)
-            return {"trial": ref}
-
-    fake = FakeRay()
-
-    class Remote:
-        n = 0
-
-        def remote(self, spec, ref, mode):
-            Remote.n += 1
-            fake.in_flight.add(Remote.n)
-            fake.most = max(fake.most, len(fake.in_flight))
-            return Remote.n
-
-    monkeypatch.setattr(executors.Ray, "_remote", Remote())
-    ex = object.__new__(executors.Ray)
-    ex.ray, ex.workers = fake, 2
+    fake, ex = _fake_ray_executor(monkeypatch, 2)
     sweep = type("Sweep", (), {"arrays": ()})()
-    out = list(ex.run(sweep, ["spec"] * 7))
-    assert len(out) == 7 and fake.most == 2
+    out = list(ex.run(sweep, _specs("abcdefg")))
+    assert len(out) == 7 and fake.most == 2 and len(executors.Ray._actors) == 2
+
+
+def test_ray_sends_a_trial_to_the_actor_that_compiled_its_kernel(monkeypatch):
+    fake, ex = _fake_ray_executor(monkeypatch, 2)
+    sweep = type("Sweep", (), {"arrays": ()})()
+    list(ex.run(sweep, _specs("abcd")))
+    first = dict((key, actor) for actor, key in fake.ran)
+    fake.ran.clear()
+    list(ex.run(sweep, _specs("dcba")))                  # the same kernels again, another order
+    assert dict((key, actor) for actor, key in fake.ran) == first
+    fake.ran.clear()
+    ex.workers = 1                                       # fewer workers: the first actor, reused
+    list(ex.run(sweep, _specs("ab")))
+    assert [actor for actor, _ in fake.ran] == [0, 0] and len(executors.Ray._actors) == 2
+

@@ -376,42 +376,79 @@ def ray_module():
 
 
 class Ray:
-    """Trials as Ray tasks.  Connects to ``RAY_ADDRESS`` when it is set (a cluster started with
-    ``ray start --head``), else starts a local runtime with all of this machine's CPUs (once per
-    process: a later sweep may ask for more workers than an earlier one).  At most ``workers``
-    trials run at once (default: the cluster's CPUs).  The arrays go into the object store once
-    per sweep; each task returns a summary dict.  The cluster's nodes need tritonpu installed (the
-    same version: the kernel travels as IR)."""
+    """Trials on Ray actors, one per worker.  Connects to ``RAY_ADDRESS`` when it is set (a cluster
+    started with ``ray start --head``), else starts a local runtime with all of this machine's CPUs
+    (once per process).  At most ``workers`` trials run at once (default: the cluster's CPUs).  The
+    actors (one CPU each) are kept for the process's life and reused by later sweeps, like the
+    process pool; each keeps the kernels it compiled (:func:`run_trial`), and a trial goes to the
+    free actor that already compiled its kernel when there is one — a compile costs about half a
+    simulation, so a sweep run again, or several sweeps of one kernel, compile each config once.
+    The arrays go into the object store once per sweep; each trial returns a summary dict.  The
+    cluster's nodes need tritonpu installed (the same version: the kernel travels as IR)."""
 
     name = "ray"
-    _remote = None
+    _actors: list = []        # actor handles, created as sweeps need them
+    _keys: list = []          # per actor: the kernel keys it compiled (the last _KEEP, as _KERNELS)
+    _actor_class = None
 
     def __init__(self, workers=None):
         self.ray = ray_module()
         self.workers = workers
         if not self.ray.is_initialized():
+            Ray._actors, Ray._keys = [], []      # handles of an earlier runtime are gone with it
             address = os.environ.get("RAY_ADDRESS")
             kw = {"address": address} if address else {"num_cpus": os.cpu_count() or 1, "include_dashboard": False}
             self.ray.init(ignore_reinit_error=True, log_to_driver=False, **kw)
         if self.workers is None:
             self.workers = int(self.ray.cluster_resources().get("CPU", 1))
-        if Ray._remote is None:
-            Ray._remote = self.ray.remote(num_cpus=1, max_retries=0)(_ray_trial)
+        if Ray._actor_class is None:
+            Ray._actor_class = self.ray.remote(num_cpus=1, max_restarts=0)(_RayWorker)
+
+    def _actor(self, i):
+        while len(Ray._actors) <= i:
+            Ray._actors.append(Ray._actor_class.remote())
+            Ray._keys.append(OrderedDict())
+        return Ray._actors[i]
+
+    @staticmethod
+    def _pick(todo, i, others):
+        """The next trial for actor ``i``: one whose kernel it compiled, else one no other actor
+        compiled, else the first (``todo`` is in the sweep's order: largest grids first)."""
+        mine = Ray._keys[i]
+        for pos, s in enumerate(todo):
+            if s.key in mine:
+                return todo.pop(pos)
+        for pos, s in enumerate(todo):
+            if not any(s.key in Ray._keys[j] for j in others):
+                return todo.pop(pos)
+        return todo.pop(0)
 
     def run(self, sweep: Sweep, specs, mode="simulate"):
         ref = self.ray.put(sweep.arrays)
-        todo, pending = iter(specs), []
-        while True:
-            for s in itertools.islice(todo, max(1, self.workers) - len(pending)):
-                pending.append(Ray._remote.remote(s, ref, mode))
-            if not pending:
-                return
-            done, pending = self.ray.wait(pending, num_returns=1)
+        todo = list(specs)
+        n = max(1, min(self.workers, len(todo)))
+        actors = [self._actor(i) for i in range(n)]
+        free, busy = list(range(n)), {}
+        while todo or busy:
+            while free and todo:
+                i = free.pop(0)
+                spec = self._pick(todo, i, [j for j in range(n) if j != i])
+                busy[actors[i].trial.remote(spec, ref, mode)] = i
+                keys = Ray._keys[i]
+                keys[spec.key] = True
+                keys.move_to_end(spec.key)
+                while len(keys) > _KEEP:
+                    keys.popitem(last=False)
+            done, _ = self.ray.wait(list(busy), num_returns=1)
+            free.append(busy.pop(done[0]))
             yield self.ray.get(done[0])
 
 
-def _ray_trial(spec, arrays, mode):
-    return run_trial(spec, arrays, mode)
+class _RayWorker:
+    """A Ray actor: runs trials in its process, which keeps the kernels it compiled."""
+
+    def trial(self, spec, arrays, mode):
+        return run_trial(spec, arrays, mode)
 
 
 def get(executor=None, workers=None, n_configs: int = 0):
