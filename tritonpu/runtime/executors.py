@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import itertools
 import math
 import os
 import sys
