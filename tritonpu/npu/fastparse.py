@@ -2,8 +2,8 @@
 
 The compiler assembles every kernel it emits, and lark's LALR parser spent a third of a cold
 compile on it.  :func:`parse` builds exactly the tree lark builds (same rule names, aliases, token
-types, lines and columns) for text made of labels, directives and instructions without comments,
-in one pass over each line; for anything else — a comment, an unexpected character, a line that
+types, lines and columns) for text made of labels, directives, instructions and comments, in one
+pass over each line; for anything else — a carriage return, an unexpected character, a line that
 does not follow the grammar — it returns ``None`` and the assembler runs lark on the whole text, so
 errors are still reported by the grammar.  A test checks both parsers give the same tree on the
 assembly of every kernel the test suite compiles.
@@ -17,6 +17,7 @@ from lark import Token, Tree
 _TOKEN = re.compile(r"""
     (?P<ws>[ \t\f]+)
   | (?P<STRING>"[^"\n]*")
+  | (?P<comment>(?://|;|\#)[^\n]*)
   | (?P<DIRECTIVE>\.[a-z_]+)
   | (?P<NUMBER>0x[0-9a-fA-F]+|[0-9]+\.[0-9]*(?:[eE][-+]?[0-9]+)?|[0-9]+[eE][-+]?[0-9]+|[0-9]+)
   | (?P<NAME>[A-Za-z_][A-Za-z0-9_.]*)
@@ -37,7 +38,7 @@ def _tokens(line: str, lineno: int) -> list:
         if m is None:
             raise _Fail
         kind, text = m.lastgroup, m.group()
-        if kind != "ws":
+        if kind not in ("ws", "comment"):
             if kind == "NAME" and _REG.fullmatch(text):
                 kind = "REG"          # REG.2 wins over NAME: s<digits> with a word boundary after
             elif kind == "NAME" and _REG.match(text) and not _REG.fullmatch(text):
@@ -175,8 +176,8 @@ class _Line:
 
 def parse(text: str):
     """lark's tree for ``text``, or None where the fast path does not apply."""
-    if "//" in text or ";" in text or "#" in text or "\r" in text:
-        return None                       # comments (or CRLF): lark handles them
+    if "\r" in text:
+        return None                       # CRLF: lark handles it
     out = []
     try:
         for lineno, line in enumerate(text.split("\n"), 1):
