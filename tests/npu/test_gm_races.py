@@ -105,6 +105,41 @@ def test_no_report_for_own_blocks_atomics_and_locks():
 
 
 @tritonpu.jit
+def locked_first_or_accumulate(x_ptr, acc_ptr, lock_ptr, count_ptr, BLOCK: tl.constexpr):
+    # Triton's LayerNorm-backward tutorial: under the lock, the first program stores and sets Count
+    # with atomic_xchg, the others read Count plainly and accumulate
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + tl.program_id(0) * BLOCK + offs)
+    while tl.atomic_cas(lock_ptr, 0, 1) == 1:
+        pass
+    count = tl.load(count_ptr)
+    if count == 0:
+        tl.atomic_xchg(count_ptr, 1)
+    else:
+        x += tl.load(acc_ptr + offs)
+    tl.store(acc_ptr + offs, x)
+    tl.debug_barrier()
+    tl.atomic_xchg(lock_ptr, 0)
+
+
+@tritonpu.jit
+def unlocked_count(count_ptr, out_ptr):
+    tl.atomic_xchg(count_ptr, 1)                   # atomic, but the read below is plain and unguarded
+    tl.store(out_ptr + tl.program_id(0), tl.load(count_ptr))
+
+
+def test_an_atomic_under_the_lock_is_ordered_with_plain_accesses_under_it():
+    x = np.random.default_rng(0).standard_normal((6, 32)).astype(np.float32)
+    acc, lock, count = np.zeros(32, np.float32), np.zeros(1, np.int32), np.zeros(1, np.int32)
+    locked_first_or_accumulate[(6,)](x, acc, lock, count, BLOCK=32)      # sanitizer on: no report
+    np.testing.assert_allclose(acc, x.sum(0), rtol=1e-5, atol=1e-6)
+    assert count[0] == 1 and lock[0] == 0
+    with pytest.raises(tritonpu.ExecutionError, match=r"race: program 1 \(core 1\) atomically writes `count_ptr` byte "
+                                                      r"0x0, which program 0 \(core 0\) read at line"):
+        unlocked_count[(4,)](np.zeros(1, np.int32), np.zeros(4, np.int32))
+
+
+@tritonpu.jit
 def xor_into_one(acc_ptr, x_ptr, BLOCK: tl.constexpr):
     offs = tl.arange(0, BLOCK)
     tl.atomic_xor(acc_ptr + offs * 0, tl.load(x_ptr + tl.program_id(0) * BLOCK + offs))
