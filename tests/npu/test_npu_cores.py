@@ -1,7 +1,7 @@
 """Cores advance together (tritonpu/npu/launch.py): the shared L2 sees their reads in time order.
 
 A line several cores read is paid for at DDR rate by the core that reaches it first in simulated
-time, not by core 0 because it is simulated first; results and statistics are deterministic;
+time — when its transfer runs, not when it was issued —, not by core 0 because it is simulated first; results and statistics are deterministic;
 programs with atomics or device prints run core after core.
 """
 import numpy as np
@@ -39,6 +39,27 @@ def test_the_core_that_reads_a_shared_line_first_in_time_pays_its_ddr_read():
     assert mte2[23] - mte2[0] == cold - warm and len(set(mte2[:23])) == 1, mte2   # (+ the same flags)
     again = _late_reader[(24,)](x, out, spin, DELAY=200, BLOCK=1 << 14, sanitize=False).stats
     assert again.core_cycles == h.stats.core_cycles               # deterministic
+
+
+def test_a_read_issued_early_behind_a_long_mte2_queue_comes_later_in_time():
+    # core 0 first reads a private 64 KiB block (2048 DDR beat cycles on MTE2), then the shared 16 KiB
+    # block; core 1 reads only the shared block.  Core 0's scalar unit issues both reads at once, but
+    # its MTE2 gets to the shared block at cycle 2048, long after core 1 read it at cycle ~3: core 1
+    # pays the DDR read, core 0 finds the block in L2.  (Ordered by issue time, core 0 paid it.)
+    prog = assemble(""".kernel k
+.param x gm f32
+.param y gm f32
+    block_idx s0
+    br.ne s0, 0, shared
+    mov.gm.ub ub[0], y[0], 1, 65536, 0, 0
+shared:
+    mov.gm.ub ub[65536], x[0], 1, 16384, 0, 0
+""")
+    x, y = np.zeros(4096, np.float32), np.zeros(16384, np.float32)
+    for cores in (2, 24):               # (24: the other programs' cores have nothing to do)
+        st = prog.run(dict(x=x, y=y), grid=(2,), cores=cores)
+        mte2 = [b["mte2"] for b in st.pipe_busy_by_core[:2]]
+        assert mte2 == [65536 // 32 + -(-16384 // 110), 16384 // 32], mte2
 
 
 def test_programs_with_scalar_atomics_or_device_prints_run_core_after_core():

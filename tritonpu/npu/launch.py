@@ -4,8 +4,10 @@ Guarantees: GM parameters are views of the caller's arrays (C-contiguous, dtype 
 copies, results written in place); grid programs go round-robin over ``cores`` (default: the
 preset's 24) — program p runs on core p mod cores, each core runs its programs in turn with its
 clocks, flags and on-chip memory carried over; the cores advance together, 500 simulated cycles
-at a time (in a rotating order), so that the shared L2 model sees their GM reads in time order —
-the core that reaches a line first pays its DDR read, not always core 0 — except for programs
+at a time, so that the shared L2 model sees their GM reads in time order — the core whose read
+of a line comes first in simulated time pays its DDR read, not the core simulated first: a core
+pauses when its next read's time (its MTE2 queue's end, or its issue time) passes the slice, and
+within a slice the cores go in the order of their next read (ties in a rotating order) — except for programs
 with atomics or device prints/asserts, whose cores run one after another so that the order they
 observe is program order; a program that runs more than ``max_steps``
 instructions is stopped with a :class:`LaunchError` (never a hang).
@@ -27,7 +29,7 @@ from .errors import LaunchError, NpuError
 from .ops_scalar import to_type
 from .registry import decode
 from .gm_races import LIMIT as GM_RACE_LIMIT, GmRaces
-from .state import State
+from .state import MTE2, State
 from .stats import Stats
 
 
@@ -207,14 +209,17 @@ def _launch(prog, args, grid, machine, sanitize, trace, cores, max_steps, base_d
                 else:
                     # the cores advance together, a slice of simulated time at a time, so that the
                     # shared L2 sees their GM reads in time order (the first to reach a line pays the
-                    # DDR read) (the order within a slice rotates: no core is always the first)
-                    horizon = [0]
-                    runs = [_core(states[c], fnss[c], code, c, used, horizon, max_steps) for c in range(used)]
+                    # DDR read): within a slice, the core whose reads come first goes first (ties:
+                    # a rotating order, so no core is always the first)
+                    horizon = [0, _gm_reads(prog)]
+                    runs = [(states[c], _core(states[c], fnss[c], code, c, used, horizon, max_steps))
+                            for c in range(used)]
                     turn = 0
                     while runs:
                         horizon[0] += _SLICE
                         k = turn % len(runs)
-                        runs = [r for r in runs[k:] + runs[:k] if next(r, _DONE) is not _DONE]
+                        order = sorted(runs[k:] + runs[:k], key=lambda run: _read_time(run[0]))
+                        runs = [run for run in order if next(run[1], _DONE) is not _DONE]
                         turn += 1
                         bar.update(used - len(runs), cycles=horizon[0])
         except KeyboardInterrupt:
@@ -243,6 +248,24 @@ _SLICE = 500                        # cycles of simulated time the cores advance
 _DONE = object()
 
 
+def _gm_reads(prog) -> list:
+    """Per instruction: whether it may read GM (an MTE2 transfer or gather, a scalar instruction with
+    a GM operand).  (Found once per program.)"""
+    reads = prog.__dict__.get("_gm_reads")
+    if reads is None:
+        reads = prog.__dict__["_gm_reads"] = [
+            inst.spec.pipe == "MTE2" or (inst.spec.pipe == "S" and any(getattr(a, "space", None) == "gm"
+                                                                       for a in inst.args))
+            for inst in prog.code]
+    return reads
+
+
+def _read_time(st) -> int:
+    """When the core's next GM read happens: a transfer waits for MTE2 (whose queue can hold
+    thousands of cycles of work the scalar unit issued long before), a scalar load happens at issue."""
+    return max(st.ts, st.clk[MTE2])
+
+
 def _interleavable(prog) -> bool:
     """Whether the cores may be simulated in slices of time: not when the program's observable
     order across cores matters — device prints and asserts, scalar atomics (their old values) —
@@ -267,7 +290,8 @@ def _sharing(st, first):
 
 def _core(st, fns, code, core, used, horizon, max_steps):
     """Run ``core``'s programs (p = core, core + used, ...); a generator that pauses whenever the
-    core's issue time passes ``horizon[0]`` (never when ``horizon`` is None)."""
+    core's time passes ``horizon[0]`` (never when ``horizon`` is None; ``horizon[1]``: which
+    instructions read GM)."""
     st.reset_core(core)
     gx, gy = st.grid[0], st.grid[1]
     for pid in range(core, st.nprog, used):
@@ -278,11 +302,16 @@ def _core(st, fns, code, core, used, horizon, max_steps):
 
 
 def _execute(fns, code, st, max_steps, horizon):
-    """Run the decoded program from pc 0 to its end; pause (yield) once the core's issue time has
-    passed ``horizon[0]`` (checked every 16 instructions; never when ``horizon`` is None)."""
+    """Run the decoded program from pc 0 to its end; pause (yield) once the core's time has passed
+    ``horizon[0]``: its issue time (checked every 16 instructions), and before a GM read, that
+    read's time — a transfer issued early happens when MTE2 gets to it (never when ``horizon`` is
+    None)."""
     pc, n, steps = 0, len(fns), 0
+    reads = horizon[1] if horizon is not None else None
     try:
         while pc < n:
+            if reads is not None and reads[pc] and _read_time(st) > horizon[0]:
+                yield
             r = fns[pc]()
             pc = pc + 1 if r is None else r
             steps += 1
