@@ -361,7 +361,13 @@ def k_ok(x_ptr, n, BLOCK: tl.constexpr):
 @pytest.mark.parametrize("args,kwargs,message", [
     ((F32,), {"BLOCK": 16}, "bad launch of `k_ok`: missing a required argument: 'n'"),
     ((F32, 3, 4, 5), {}, "bad launch of `k_ok`: too many positional arguments"),
-    ((F32, 3), {"BLOCK": 16, "bogus": 1}, "bad launch of `k_ok`: got an unexpected keyword argument 'bogus'"),
+    ((F32, 3), {"BLOCK": 16, "bogus": 1}, "bad launch of `k_ok`: got an unexpected keyword argument 'bogus'; "
+                                          "`bogus` is neither a parameter of the kernel nor a launch option"),
+    ((F32, 3), {"BLOCKK": 16}, "bad launch of `k_ok`: missing a required argument: 'BLOCK'; `BLOCKK` (did you "
+                               "mean `BLOCK`?) is neither a parameter of the kernel nor a launch option"),
+    ((F32, 3), {"BLOCK": 16, "num_warp": 4}, "bad launch of `k_ok`: got an unexpected keyword argument "
+                                             "'num_warp'; `num_warp` (did you mean `num_warps`?) is neither a "
+                                             "parameter of the kernel nor a launch option"),
     (([1.0, 2.0], 3), {"BLOCK": 16}, "argument `x_ptr` has unsupported type list; pass a numpy array, an int, a "
                                      "float or a bool"),
     ((F32, "3"), {"BLOCK": 16}, "argument `n` has unsupported type str; pass a numpy array, an int, a float or a "

@@ -14,6 +14,8 @@ import tritonpu
 import tritonpu.language as tl
 from tritonpu.errors import CompilationError
 from tritonpu.language.extra import libdevice
+from tritonpu.language.extra.cuda.libdevice import tanh as cuda_tanh
+import tritonpu.language.extra.cann.libdevice as cann_ld
 
 
 @tritonpu.jit
@@ -49,6 +51,25 @@ def test_libdevice_functions_match_numpy(backend):
         np.testing.assert_allclose(t, np.tanh(x), rtol=2 ** -23, atol=0)
     else:                                       # the reference's own function: bit for bit
         assert t.tobytes() == np.tanh(x).tobytes()
+
+
+@tritonpu.jit
+def _vendor_imports(x_ptr, y_ptr, N: tl.constexpr):
+    offs = tl.arange(0, N)
+    x = tl.load(x_ptr + offs)
+    tl.store(y_ptr + offs, cuda_tanh(x) + cann_ld.pow(x * x, 0.5) + tl.extra.ascend.libdevice.trunc(x))
+
+
+def test_libdevice_imports_from_the_vendor_packages_kernels_use():
+    # FlagGems: `from triton.language.extra.cuda.libdevice import ...`; triton-ascend: tl.extra.cann /
+    # tl.extra.ascend (torch_npu picks one by version) -- all one module
+    import tritonpu.language.extra.ascend.libdevice as ascend_ld
+    assert cann_ld is ascend_ld is libdevice is tl.extra.cuda.libdevice and cuda_tanh is libdevice.tanh
+    x = np.linspace(-2, 2, 64, dtype=np.float32)
+    for backend in ("ref", "npu"):
+        y = np.empty_like(x)
+        _vendor_imports[(1,)](x, y, N=64, backend=backend)
+        np.testing.assert_allclose(y, np.tanh(x) + np.abs(x) + np.trunc(x), rtol=1e-6, atol=1e-6)
 
 
 @tritonpu.jit

@@ -247,9 +247,23 @@ class JITFunction:
         try:
             bound = self.signature.bind(*args, **kwargs)
         except TypeError as e:
-            raise LaunchError(f"bad launch of `{self.__name__}`: {e}") from None
+            raise LaunchError(f"bad launch of `{self.__name__}`: {e}{self._unknown_keywords(kwargs)}") from None
         bound.apply_defaults()
         return dict(bound.arguments), options
+
+    def _unknown_keywords(self, kwargs) -> str:
+        """What a launch's keywords that are neither parameters nor options may have meant."""
+        import difflib
+        names = list(self.signature.parameters) + sorted(launch_options.ALL)
+        out = []
+        for k in kwargs:
+            if k not in self.signature.parameters:
+                close = difflib.get_close_matches(k, names, n=1)
+                out.append(f"`{k}`" + (f" (did you mean `{close[0]}`?)" if close else ""))
+        if not out:
+            return ""
+        return (f"; {', '.join(out)} {'is' if len(out) == 1 else 'are'} neither a parameter of the kernel "
+                "nor a launch option")
 
     def specialize(self, bound: dict) -> tuple[list, list]:
         """(params for the frontend, runtime argument values)."""
