@@ -140,6 +140,32 @@ def test_an_atomic_under_the_lock_is_ordered_with_plain_accesses_under_it():
 
 
 @tritonpu.jit
+def last_program_reduces(x_ptr, part_ptr, count_ptr, out_ptr, NP: tl.constexpr, BLOCK: tl.constexpr,
+                         STORE_LATE: tl.constexpr):
+    # CUDA's threadFenceReduction: partials published by an acq_rel ticket, the last program sums them
+    pid = tl.program_id(0)
+    s = tl.sum(tl.load(x_ptr + pid * BLOCK + tl.arange(0, BLOCK)), 0)
+    if not STORE_LATE:
+        tl.store(part_ptr + pid, s)
+    ticket = tl.atomic_add(count_ptr, 1)
+    if STORE_LATE:
+        tl.store(part_ptr + pid, s)                # after its release: nothing orders it
+    if ticket == NP - 1:
+        tl.store(out_ptr, tl.sum(tl.load(part_ptr + tl.arange(0, NP)), 0))
+
+
+def test_a_release_and_an_acquire_order_plain_accesses():
+    x = np.random.default_rng(2).standard_normal((32, 64)).astype(np.float32)
+    part, count, out = np.zeros(32, np.float32), np.zeros(1, np.int32), np.zeros(1, np.float32)
+    last_program_reduces[(32,)](x, part, count, out, NP=32, BLOCK=64, STORE_LATE=False)   # sanitizer on
+    np.testing.assert_allclose(out[0], x.sum(), rtol=1e-5)
+    store_line = _line(last_program_reduces, "tl.store(part_ptr + pid, s)                # after")
+    with pytest.raises(tritonpu.ExecutionError, match=rf"race: program 23 \(core 23\) reads `part_ptr` byte 0x0, "
+                                                      rf"which program 0 \(core 0\) wrote at line {store_line}"):
+        last_program_reduces[(32,)](x, part, np.zeros(1, np.int32), out, NP=32, BLOCK=64, STORE_LATE=True)
+
+
+@tritonpu.jit
 def xor_into_one(acc_ptr, x_ptr, BLOCK: tl.constexpr):
     offs = tl.arange(0, BLOCK)
     tl.atomic_xor(acc_ptr + offs * 0, tl.load(x_ptr + tl.program_id(0) * BLOCK + offs))

@@ -14,8 +14,14 @@ the argument is first accessed; launches whose GM arguments exceed ``LIMIT`` ski
 runs (``set_program`` names it inside a persistent loop).  Reads and writes of two programs that
 ran on the same core are not compared: the compiler issues a program's loads ahead, during the
 previous program of its core (double buffering), so a read can carry the earlier program's id.
+A scalar atomic is an acquire and a release (Triton's default ``acq_rel``; the ISA keeps no
+weaker order): an access of program A is ordered before one of program B when A made a scalar
+atomic after it on a location where B made one since — the "last program reduces" ticket
+(``if tl.atomic_add(count, 1) == n - 1: read every partial``) and flags a consumer spins on.
+(Chains through a third program are not followed: such a pair is still reported.)
+
 Guarantees: no report for accesses of one program, for atomic/atomic pairs, for pairs of accesses
-made under a lock (plain or atomic), for read/read pairs; a report for every other pair of overlapping accesses by programs on
+made under a lock (plain or atomic), for pairs a release and an acquire order, for read/read pairs; a report for every other pair of overlapping accesses by programs on
 different cores, and for write/write pairs on one core.
 """
 from __future__ import annotations
@@ -26,6 +32,7 @@ from .errors import RaceError
 
 LIMIT = 16 << 20            # GM bytes a launch may bind for the check to run
 PLAIN, ATOMIC, GUARDED = 0, 1, 2        # bits of an access's kind: an atomic under a lock is both
+SYNC = 4                                # a scalar atomic: acquire and release (Triton's acq_rel)
 _KIND = {PLAIN: "", ATOMIC: "atomically ", GUARDED: "holding a lock ",
          ATOMIC | GUARDED: "atomically, holding a lock, "}
 
@@ -42,6 +49,8 @@ class GmRaces:
         self.core = np.empty(256, np.int64)
         self.kind = np.empty(256, np.int8)
         self.inst: list = []
+        self.releases: dict = {}   # program -> [(record, location)] of its scalar atomics, in order
+        self.acquires: dict = {}   # program -> {location: its latest scalar atomic's record there}
 
     def _maps(self, name):
         w = self.w.get(name)
@@ -95,8 +104,14 @@ class GmRaces:
             at = slice(lo // g, hi // g)
         if st.locks:
             kind |= GUARDED
+        sync = kind & SYNC
+        kind &= ~SYNC
         rec = self._record(st.gpid, st.core, kind, inst)
         me, core = st.gpid, st.core
+        if sync:
+            loc = (name, lo)
+            self.releases.setdefault(me, []).append((rec, loc))
+            self.acquires.setdefault(me, {})[loc] = rec
         w, r = self._maps(name)
         where = at
         if isinstance(at, _Segments):           # evenly strided segments: views, not index arrays
@@ -136,6 +151,11 @@ class GmRaces:
         conflict = other & ((kd & kind) == 0)
         if not conflict.any():
             return
+        for j in np.flatnonzero(conflict):
+            if self._ordered(int(recs[j]), int(gp[j]), me):
+                conflict[j] = False
+        if not conflict.any():
+            return
         j = int(np.argmax(conflict))
         rec = int(recs[j])
         prev_inst = self.inst[rec]
@@ -149,6 +169,14 @@ class GmRaces:
             "Triton runs a launch's programs in no order, so the result depends on the schedule — make each "
             "program touch its own elements, or use atomics (sanitize=False turns this check off)",
             inst=inst, addrs={name: byte})
+
+    def _ordered(self, rec, program, me) -> bool:
+        """Whether ``program``'s access ``rec`` happens before what ``me`` does now: ``program`` made a
+        scalar atomic (a release) after it, on a location where ``me`` has made one (an acquire) since."""
+        mine = self.acquires.get(me)
+        if not mine:
+            return False
+        return any(r > rec and mine.get(loc, -1) > r for r, loc in self.releases.get(program, ()))
 
     def _first_byte(self, at, prev, rec) -> int:
         hit = np.flatnonzero((prev == rec) | (prev == -2 - rec))

@@ -18,7 +18,7 @@ from tritonpu.isa import PIPES
 
 from . import cycles
 from .errors import AssertError, DeadlockError, FlagError, LaunchError, MisalignedError
-from .gm_races import ATOMIC, PLAIN
+from .gm_races import ATOMIC, PLAIN, SYNC
 from .registry import family
 from .sanitizer import GM
 from .state import PIPE_INDEX, S, check_whole, getter, npdt, opt_getter
@@ -244,7 +244,7 @@ def _scalar_mem(st, inst, mem, dt):
             if st.gm_races is not None:
                 st.gm_races.access(st, name, write, kind, inst, a, a + eb)
             return a // eb
-        kind = ATOMIC if inst.spec.impl == "satomic" else PLAIN
+        kind = ATOMIC | SYNC if inst.spec.impl == "satomic" else PLAIN
         return arr, index, True
     buf = st.mem[mem.space]
     arr = buf.view(dt)
