@@ -201,6 +201,36 @@ def test_endless_loop_is_stopped():
         assemble("top:\n    jmp top\n").run({}, max_steps=1000)
 
 
+SPIN = """.kernel k
+.param flag gm i32
+    block_idx s0
+    br.eq s0, 1, produce
+wait:
+    satomic.cas.i32 s1, flag[0], 1, 1 loc("k.py":7:14)
+    br.eq s1, 0, wait
+    jmp done
+produce:
+    satomic.xchg.i32 s1, flag[0], 1 loc("k.py":5:8)
+done:
+"""
+
+
+def test_a_program_waiting_for_a_later_one_on_another_core_gets_it():
+    # cores with scalar atomics take turns (program order); a spinning one gives way after a while
+    flag = np.zeros(1, np.int32)
+    st = assemble(SPIN).run(dict(flag=flag), grid=(2,))
+    assert flag[0] == 1 and st.programs == 2
+
+
+def test_a_program_waiting_for_a_later_one_on_its_own_core_is_stopped_at_its_line():
+    with pytest.raises(LaunchError) as e:
+        assemble(SPIN).run(dict(flag=np.zeros(1, np.int32)), grid=(2,), cores=1, max_steps=20_000)
+    msg = str(e.value)
+    assert "more than 20000 instructions (an endless loop? a program that waits for another one" in msg
+    assert "grid programs beyond the cores run one after another" in msg
+    assert "kernel source: k.py:7:14" in msg                     # the jump back has no line: the atomic's
+
+
 def test_launch_errors():
     prog = assemble(".param x gm f32\n.param n i32\n    nop\n")
     with pytest.raises(LaunchError, match="missing GM argument"):

@@ -17,7 +17,8 @@ from __future__ import annotations
 from llvmlite import ir
 
 from tritonpu.cpu.codegen import I1, I32, I64, PTR, Buf, Scalar, const, mem_type, numel, reg_type, row_major
-from tritonpu.cpu.memory import ERR_ASSERT, emit_error
+from tritonpu.cpu.memory import ERR_ASSERT, ERR_WHILE, emit_error
+from tritonpu.ref.evaluator import MAX_WHILE_TRIPS
 
 
 def _carried(ctx, values, inits):
@@ -132,6 +133,7 @@ def lower_while(ctx, op, ins):
     b = ctx.b
     before, after = op.regions
     bufs = _carried(ctx, before.args, ins)
+    counter = ctx.var(I64, const(I64, 0))
     pre = b.block
     hdr = ctx.block("while")
     b.branch(hdr)
@@ -141,6 +143,10 @@ def lower_while(ctx, op, ins):
     after_b, exit_b = ctx.block("do"), ctx.block("endwhile")
     b.cbranch(cond.value, after_b, exit_b)
     b.position_at_end(after_b)
+    trips = b.add(b.load(counter), const(I64, 1))      # never a hang: stopped after MAX_WHILE_TRIPS
+    b.store(trips, counter)
+    with b.if_then(b.icmp_signed("==", trips, const(I64, MAX_WHILE_TRIPS)), likely=False):
+        emit_error(ctx, ERR_WHILE, op, 0, trips)
     ys = ctx.lower_region(after, vals)
     _back_edge(ctx, before.args, recs, ys)
     b.branch(hdr)

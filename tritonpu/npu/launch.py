@@ -7,10 +7,12 @@ clocks, flags and on-chip memory carried over; the cores advance together, 500 s
 at a time, so that the shared L2 model sees their GM reads in time order — the core whose read
 of a line comes first in simulated time pays its DDR read, not the core simulated first: a core
 pauses when its next read's time (its MTE2 queue's end, or its issue time) passes the slice, and
-within a slice the cores go in the order of their next read (ties in a rotating order) — except for programs
-with atomics or device prints/asserts, whose cores run one after another so that the order they
-observe is program order; a program that runs more than ``max_steps``
-instructions is stopped with a :class:`LaunchError` (never a hang).
+within a slice the cores go in the order of their next read (ties in a rotating order) — except
+for programs with scalar atomics or device prints/asserts, whose cores take turns so that the
+order they observe is program order: core after core, but a core that runs ``_QUANTUM``
+instructions without finishing gives way to the next ones (a program spinning on a flag that a
+later program sets gets it); a program that runs more than ``max_steps`` instructions is stopped
+with a :class:`LaunchError` at the nearest instruction with a kernel line (never a hang).
 """
 from __future__ import annotations
 
@@ -176,7 +178,7 @@ def _launch(prog, args, grid, machine, sanitize, trace, cores, max_steps, base_d
     used = min(ncores, nprog)
     # decoding binds closures to the cores' states (they look the GM arrays and the L2 and
     # roofline maps up at run time): a relaunch of a recent program reuses them
-    nctx = used if used > 1 and _interleavable(prog) else 1
+    nctx = used
     key = (m.name, bool(sanitize), bool(trace))
     with _DECODED_LOCK:         # a decoding is one launch's state: checked out while it runs
         cache = prog.__dict__.setdefault("_decoded", {})
@@ -202,16 +204,25 @@ def _launch(prog, args, grid, machine, sanitize, trace, cores, max_steps, base_d
         try:
             with np.errstate(all="ignore"):
                 if nctx == 1:
-                    for core in range(used):
-                        for _ in _core(states[0], fnss[0], code, core, used, None, max_steps):
-                            pass
-                        bar.update(core + 1)
+                    for _ in _core(states[0], fnss[0], code, 0, 1, None, max_steps):
+                        pass
+                    bar.update(1)
+                elif not _interleavable(prog):
+                    # core after core, in program order (what scalar atomics' old values and prints
+                    # show); a core that runs _QUANTUM instructions without finishing gives way to
+                    # the next ones and comes back after them: a program spinning on a flag that a
+                    # later program sets (a GPU runs them side by side) does not wait forever
+                    horizon = [_FOREVER, None, _QUANTUM]
+                    runs = [_core(states[c], fnss[c], code, c, used, horizon, max_steps) for c in range(used)]
+                    while runs:
+                        runs = [run for run in runs if next(run, _DONE) is not _DONE]
+                        bar.update(used - len(runs))
                 else:
                     # the cores advance together, a slice of simulated time at a time, so that the
                     # shared L2 sees their GM reads in time order (the first to reach a line pays the
                     # DDR read): within a slice, the core whose reads come first goes first (ties:
                     # a rotating order, so no core is always the first)
-                    horizon = [0, _gm_reads(prog)]
+                    horizon = [0, _gm_reads(prog), 0]
                     runs = [(states[c], _core(states[c], fnss[c], code, c, used, horizon, max_steps))
                             for c in range(used)]
                     turn = 0
@@ -245,7 +256,15 @@ def _launch(prog, args, grid, machine, sanitize, trace, cores, max_steps, base_d
 
 
 _SLICE = 500                        # cycles of simulated time the cores advance by in turn
+_QUANTUM = 100_000                  # instructions a core runs before others may, when cores take turns
+_FOREVER = 1 << 62
 _DONE = object()
+
+
+def _located(code, pc):
+    """The instruction at ``pc``, or the nearest one before it that has a kernel source line (a
+    loop's jump has none)."""
+    return next((code[i] for i in range(pc, -1, -1) if getattr(code[i], "loc", None)), code[pc])
 
 
 def _gm_reads(prog) -> list:
@@ -290,8 +309,8 @@ def _sharing(st, first):
 
 def _core(st, fns, code, core, used, horizon, max_steps):
     """Run ``core``'s programs (p = core, core + used, ...); a generator that pauses whenever the
-    core's time passes ``horizon[0]`` (never when ``horizon`` is None; ``horizon[1]``: which
-    instructions read GM)."""
+    core's time passes ``horizon[0]`` (``horizon[1]``: which instructions read GM), or after
+    ``horizon[2]`` instructions when that is not 0 (never when ``horizon`` is None)."""
     st.reset_core(core)
     gx, gy = st.grid[0], st.grid[1]
     for pid in range(core, st.nprog, used):
@@ -308,6 +327,8 @@ def _execute(fns, code, st, max_steps, horizon):
     None)."""
     pc, n, steps = 0, len(fns), 0
     reads = horizon[1] if horizon is not None else None
+    quantum = horizon[2] if horizon is not None else 0
+    turn_ends = quantum
     try:
         while pc < n:
             if reads is not None and reads[pc] and _read_time(st) > horizon[0]:
@@ -316,11 +337,16 @@ def _execute(fns, code, st, max_steps, horizon):
             pc = pc + 1 if r is None else r
             steps += 1
             if not steps & 15:
-                if horizon is not None and st.ts > horizon[0]:
+                if horizon is not None and (st.ts > horizon[0] or (quantum and steps >= turn_ends)):
+                    turn_ends = steps + quantum
                     yield
                 if steps > max_steps:
-                    raise LaunchError(f"program ran more than {max_steps} instructions (an endless "
-                                      "loop?); raise max_steps if it is meant to")
+                    raise LaunchError(
+                        f"program ran more than {max_steps} instructions (an endless loop? a program that "
+                        "waits for another one -- a flag or lock it sets -- waits forever when that "
+                        "program runs later on the same core: grid programs beyond the cores run one "
+                        "after another); raise max_steps if it is meant to").attach(
+                            _located(code, min(pc, n - 1)), st.core, st.gpid)
     except NpuError as e:
         raise e.attach(code[min(pc, n - 1)], st.core, st.gpid)
     except Exception as e:

@@ -194,6 +194,15 @@ SPECIAL = ("program_id", "num_programs", "load", "store", "atomic_rmw", "atomic_
            "for", "if", "while", "yield", "condition", "return")
 
 
+MAX_WHILE_TRIPS = 10_000_000     # trips of one while loop before a launch is stopped (never a hang)
+
+
+def while_trips_message(trips: int, backend: str) -> str:
+    return (f"the while loop ran {trips} trips (an endless loop? the {backend} backend runs a launch's "
+            "programs one after another, so a program that waits for a flag or lock a later program sets "
+            "waits forever; the npu backend runs them side by side)")
+
+
 class Program:
     """Runs a function's body for one program id."""
 
@@ -243,11 +252,15 @@ class Program:
 
     def _while(self, op, env, vals):
         before, after = op.regions
+        trips = 0
         while True:
             cond, *passed = self.run_region(before, env, vals)
             if not bool(cond):
                 break
             vals = self.run_region(after, env, passed)
+            trips += 1
+            if trips == MAX_WHILE_TRIPS:
+                self.fail(op, while_trips_message(trips, "ref"))
         for r, v in zip(op.results, passed):
             env[id(r)] = v
 
