@@ -390,6 +390,14 @@ def test_launch_error(args, kwargs, message):
     ((1, 2, 3, 4), "grid must have 1 to 3 dimensions, got 4"),
     ((-1,), "grid dimensions must be >= 0, got (-1,)"),
     (("a",), "grid must be a tuple of 1 to 3 ints (or a function returning one), got ('a',)"),
+    ((100 / 32,), "grid dimension 3.125 is not an integer (a division? use triton.cdiv(n, BLOCK) or //); got grid "
+                  "(3.125,)"),                                   # was truncated: 3 programs, 4 elements missed
+    ((2, np.float32(2.0)), "grid dimension 2.0 is not an integer (a division? use triton.cdiv(n, BLOCK) or //); "
+                           "got grid (2, 2.0)"),
+    ((2 ** 31,), "a grid of 2147483648 programs (2147483648, 1, 1) is more than 2147483647 (2**31 - 1: program ids "
+                 "are 32-bit)"),                                 # was wrapped around: 0 programs ran
+    ((65536, 65536), "a grid of 4294967296 programs (65536, 65536, 1) is more than 2147483647 (2**31 - 1: program "
+                     "ids are 32-bit)"),
 ])
 def test_bad_grid(grid, message):
     with pytest.raises(tritonpu.LaunchError) as info:

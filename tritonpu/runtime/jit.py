@@ -10,6 +10,8 @@ from __future__ import annotations
 import ast
 import hashlib
 import inspect
+import math
+import operator
 import os
 import time
 from dataclasses import dataclass, field
@@ -375,14 +377,33 @@ def _normalize_grid(grid, meta: dict) -> tuple[int, int, int]:
     if isinstance(grid, (int, np.integer)):
         grid = (grid,)
     try:
-        dims = [int(tl._unwrap(g)) for g in grid]
-    except (TypeError, ValueError):
+        dims = [operator.index(tl._unwrap(g)) for g in grid]
+    except TypeError:
+        bad = next((g for g in (grid if isinstance(grid, (tuple, list)) else ()) if not _is_index(g)), None)
+        if isinstance(bad, (float, np.floating)):
+            shown = tuple(g.item() if isinstance(g, np.generic) else g for g in grid)
+            raise LaunchError(f"grid dimension {float(bad)!r} is not an integer (a division? use triton.cdiv(n, "
+                              f"BLOCK) or //); got grid {shown!r}") from None
         raise LaunchError(f"grid must be a tuple of 1 to 3 ints (or a function returning one), got {grid!r}") from None
     if not 1 <= len(dims) <= 3:
         raise LaunchError(f"grid must have 1 to 3 dimensions, got {len(dims)}")
     if any(d < 0 for d in dims):
         raise LaunchError(f"grid dimensions must be >= 0, got {tuple(dims)}")
+    if math.prod(dims) > MAX_PROGRAMS:
+        raise LaunchError(f"a grid of {math.prod(dims)} programs {tuple(dims + [1] * (3 - len(dims)))} is more than {MAX_PROGRAMS} "
+                          "(2**31 - 1: program ids are 32-bit)")
     return tuple(dims + [1] * (3 - len(dims)))
+
+
+MAX_PROGRAMS = 2 ** 31 - 1
+
+
+def _is_index(g) -> bool:
+    try:
+        operator.index(tl._unwrap(g))
+        return True
+    except TypeError:
+        return False
 
 
 def jit(fn=None, *, do_not_specialize=None, debug=None, noinline=None, repr=None, launch_metadata=None):
