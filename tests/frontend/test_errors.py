@@ -83,6 +83,12 @@ def k_exp_ptr(x_ptr, BLOCK: tl.constexpr):
 
 
 @tritonpu.jit
+def k_ptr_lt_int(x_ptr, n_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(x_ptr + offs, 1.0, mask=offs < n_ptr)  # E:ptr_lt_int
+
+
+@tritonpu.jit
 def k_floordiv_float(x_ptr, BLOCK: tl.constexpr):
     x = tl.load(x_ptr + tl.arange(0, BLOCK))
     y = x // 2.0  # E:floordiv_float
@@ -293,6 +299,10 @@ CASES = {
                        "them to the same signedness"),
     "bitwise_float": (k_bitwise_float, (F32,), {"BLOCK": 16},
                       "bitwise operators need integer operands, got fp32 and fp32"),
+    # was an internal error (invalid IR) at the @jit line; a 0-d tensor passed for `n` does this
+    "ptr_lt_int": (k_ptr_lt_int, (F32, F32), {"BLOCK": 16},
+                   "invalid operands of type triton.language.int32 and pointer<fp32>: a pointer compares only "
+                   "with a pointer of its type (to compare positions, compare the offsets you added)"),
 }
 
 

@@ -328,6 +328,9 @@ def _minmax(name, a, b, propagate_nan):
 
 def compare(a, b, pred: str) -> tensor:
     a, b = binary_operands(a, b, allow_lhs_ptr=True, allow_rhs_ptr=True)
+    if a.dtype.is_ptr() != b.dtype.is_ptr():
+        raise SemanticError(f"invalid operands of type {a.dtype!r} and {b.dtype!r}: a pointer compares only with "
+                            "a pointer of its type (to compare positions, compare the offsets you added)")
     return _op("cmp", [a, b], T.with_elem(a.ty, T.i1), pred=pred)
 
 
