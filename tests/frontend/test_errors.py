@@ -389,6 +389,10 @@ def k_ok(x_ptr, n, BLOCK: tl.constexpr):
                                                          "(np.ascontiguousarray, .contiguous())"),
     ((F32, 2**70), {"BLOCK": 16}, f"argument `n` = {2**70} does not fit in 64 bits"),
     ((F32, 3), {"BLOCK": 16, "backend": "gpu"}, "unknown backend 'gpu'; choose one of ref, cpu, npu"),
+    ((F32, 3), {"BLOCK": 16, "disable_passes": ("fusoin",)},      # was ignored: the same cycles as no option
+     "disable_passes: 'fusoin' is not a pass that can be left out (did you mean 'fusion'?); choose from "
+     "canonicalize, memory-analysis, cse, fusion, unswitch, persistent, versioning, hoist, stagger, double-buffer"),
+    ((F32, 3), {"BLOCK": 16, "disable_passes": 3}, "disable_passes= takes a pass name or a list of them, got 3"),
 ])
 def test_launch_error(args, kwargs, message):
     with pytest.raises(tritonpu.LaunchError) as info:
@@ -413,6 +417,13 @@ def test_bad_grid(grid, message):
     with pytest.raises(tritonpu.LaunchError) as info:
         k_ok[grid](F32, 3, BLOCK=16)
     assert str(info.value) == message
+
+
+def test_disable_passes_takes_one_name_or_several_either_spelling():
+    x = np.zeros(16, np.float32)
+    for dp, left_out in (((), ()), ("double_buffer", ("double-buffer",)), (["fusion", "CSE"], ("fusion", "cse"))):
+        stages = k_ok[(1,)](x, 16, BLOCK=16, disable_passes=dp).asm      # a stage per pass that ran
+        assert [p for p in ("double-buffer", "fusion", "cse") if p not in stages] == list(left_out), dp
 
 
 def test_calling_kernel_directly():

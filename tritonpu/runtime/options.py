@@ -105,6 +105,8 @@ def resolve(options: dict) -> tuple[dict, list[str]]:
     the ones that have none."""
     out, notes = {}, []
     for k, v in options.items():
+        if k == "disable_passes":
+            v = disabled_passes(v)
         if k not in ASCEND_OPTIONS:
             out[k] = v
             continue
@@ -115,3 +117,27 @@ def resolve(options: dict) -> tuple[dict, list[str]]:
         else:
             notes.append(f"triton-ascend option {k}={v!r} has no effect on the virtual NPU: {why}")
     return out, notes
+
+
+def disabled_passes(value) -> tuple:
+    """``disable_passes=`` checked: a pass name or a list of them, each one the compiler may leave
+    out (``-`` or ``_`` between words); anything else is a ``LaunchError`` (a misspelt name would
+    otherwise change nothing, silently)."""
+    import difflib
+
+    from tritonpu.codegen.pipeline import OPTIONAL_PASSES
+    from tritonpu.errors import LaunchError
+    if value is None:
+        return ()
+    names = [value] if isinstance(value, str) else value
+    try:
+        names = [str(n).strip().lower().replace("_", "-") for n in names]
+    except TypeError:
+        raise LaunchError(f"disable_passes= takes a pass name or a list of them, got {value!r}") from None
+    for n in names:
+        if n not in OPTIONAL_PASSES:
+            close = difflib.get_close_matches(n, OPTIONAL_PASSES, n=1)
+            raise LaunchError(f"disable_passes: {n!r} is not a pass that can be left out"
+                              + (f" (did you mean {close[0]!r}?)" if close else "")
+                              + f"; choose from {', '.join(OPTIONAL_PASSES)}")
+    return tuple(names)
