@@ -60,3 +60,45 @@ def test_on_the_reference_backend_the_first_config_runs():
     acc2[lambda meta: (triton.cdiv(n, meta["BLOCK"]),)](x, out, n, backend="ref")
     assert acc2.best_config is CONFIGS[0] and acc2.configs_timings == {}
     np.testing.assert_array_equal(out, x)
+
+
+def test_perf_model_and_top_k_keep_the_configs_the_model_ranks_fastest():
+    # Triton's prune_configs_by={"perf_model": f, "top_k": k}: only the k best estimates are simulated
+    seen = []
+
+    def model(**kw):
+        seen.append((kw["n"], kw["BLOCK"], kw["num_warps"]))
+        return {64: 3.0, 256: 1.0, 1024: 2.0, 2048: 9.0}[kw["BLOCK"]]      # says 256, then 1024
+
+    @triton.autotune(configs=[triton.Config({"BLOCK": b}) for b in (64, 256, 1024, 2048)], key=["n"],
+                     prune_configs_by={"perf_model": model, "top_k": 2})
+    @triton.jit
+    def copy(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=offs < n), mask=offs < n)
+
+    n = 5000
+    x, out = np.arange(n, dtype=np.float32), np.zeros(n, np.float32)
+    copy[lambda meta: (triton.cdiv(n, meta["BLOCK"]),)](x, out, n)
+    assert sorted(c.kwargs["BLOCK"] for c in copy.configs_timings) == [256, 1024]
+    assert sorted(seen) == [(n, 64, 4), (n, 256, 4), (n, 1024, 4), (n, 2048, 4)]
+    np.testing.assert_array_equal(out, x)
+
+
+def test_autotune_hooks_are_noted_not_silently_dropped():
+    calls = []
+
+    @triton.autotune(configs=[triton.Config({"BLOCK": 64}), triton.Config({"BLOCK": 128})], key=["n"],
+                     pre_hook=lambda args, reset_only=False: calls.append("pre"),
+                     post_hook=lambda args, exception: calls.append("post"))
+    @triton.jit
+    def inc(x_ptr, n, BLOCK: tl.constexpr):
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        tl.store(x_ptr + offs, tl.load(x_ptr + offs, mask=offs < n) + 1, mask=offs < n)
+
+    x = np.zeros(300, np.float32)
+    h = inc[lambda meta: (triton.cdiv(300, meta["BLOCK"]),)](x, 300)
+    assert (x == 1).all() and calls == []
+    assert "autotune pre_hook and post_hook not called: each config ran on fresh copies of the arguments " \
+           "(reset_to_zero= zeroes its copies), so nothing needs resetting or restoring; this launch of the " \
+           "chosen config ran on your arrays" in h.notes

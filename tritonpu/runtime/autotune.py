@@ -85,6 +85,7 @@ class Autotuner(_Wrapped):
         self.key = list(key)
         self.prune_configs_by = prune_configs_by or {}
         self.reset_to_zero = list(reset_to_zero or [])
+        self.hooks = [n for n, h in (("pre_hook", pre_hook), ("post_hook", post_hook)) if h is not None]
         self.best_config = None
         self.configs_timings: dict = {}
         self.cache: dict = {}
@@ -107,6 +108,7 @@ class Autotuner(_Wrapped):
         prune = self.prune_configs_by.get("early_config_prune")
         if prune is not None:
             configs = list(prune(configs, named, **kwargs)) or configs
+        configs = self._top_k(configs, named, kwargs)
         for config in configs:
             for k in config.kwargs:
                 if k in kwargs:
@@ -120,7 +122,28 @@ class Autotuner(_Wrapped):
         self.best_config = config
         if config.pre_hook is not None:
             config.pre_hook({**named, **config.all_kwargs()})
-        return self.fn.run(*args, grid=grid, **kwargs, **config.all_kwargs())
+        handle = self.fn.run(*args, grid=grid, **kwargs, **config.all_kwargs())
+        if self.hooks and getattr(handle, "notes", None) is not None:
+            handle.notes.append(f"autotune {' and '.join(self.hooks)} not called: each config ran on fresh copies "
+                                "of the arguments (reset_to_zero= zeroes its copies), so nothing needs resetting or "
+                                "restoring; this launch of the chosen config ran on your arrays")
+        return handle
+
+    def _top_k(self, configs, named, kwargs):
+        """Triton's ``prune_configs_by={"perf_model": f, "top_k": k}``: the ``k`` configs (an int, or a
+        fraction of the list) that ``f(**arguments, **launch keywords, **config)`` estimates fastest."""
+        model = self.prune_configs_by.get("perf_model")
+        if model is None:
+            return configs
+        top_k = self.prune_configs_by.get("top_k", 10)
+        if isinstance(top_k, float) and top_k <= 1.0:
+            top_k = int(len(self.configs) * top_k)
+        elif not isinstance(top_k, int):
+            raise LaunchError(f"autotune: top_k must be an int or a fraction <= 1.0, got {top_k!r}")
+        if len(configs) <= top_k:
+            return configs
+        estimate = {i: model(**{**named, **kwargs, **c.all_kwargs()}) for i, c in enumerate(configs)}
+        return [configs[i] for i in sorted(estimate, key=estimate.get)[:max(top_k, 1)]]
 
     def _tune(self, configs, args, grid, kwargs, named, key=()):
         from tritonpu.runtime import tuner
