@@ -178,13 +178,27 @@ def test_key_covers_globals_and_called_functions(cache_dir, tmp_path, scale, hel
     assert out[0] == scale * helper_mul and not h.kernel.from_disk
 
 
-def test_dump_dir_writes_ir_files(cache_dir, tmp_path, monkeypatch):
+def test_dump_dir_writes_every_stage(cache_dir, tmp_path, monkeypatch):
+    # the frontend's IR at compile time, then what the launch made: each NPU pass and the assembly
+    # (only the IR was written before: the backend's stages did not exist yet at compile time)
     dump = tmp_path / "dump"
     monkeypatch.setenv("TRITONPU_DUMP_DIR", str(dump))
     h = launch(fresh(scale_kernel), block=64)
-    files = sorted(p.name for p in dump.iterdir())
-    assert files == [f"scale_kernel.{h.kernel.key[:8]}.ir.ir"]
-    assert (dump / files[0]).read_text() == h.asm["ir"]
+    files = {p.name for p in dump.iterdir()}
+    prefix = f"scale_kernel.{h.kernel.key[:8]}"
+    ext = {"ir": "ir", "isa": "s"}
+    assert files == {f"{prefix}.{stage}.{ext.get(stage, 'txt')}" for stage in h.asm}
+    assert {"ir", "tiling", "buffer-planning", "isa"} <= set(h.asm)
+    assert (dump / f"{prefix}.ir.ir").read_text() == h.asm["ir"]
+    assert (dump / f"{prefix}.isa.s").read_text() == h.asm["isa"]
+
+
+def test_a_launch_handle_prints_on_one_line(cache_dir):
+    h = launch(fresh(scale_kernel), block=64)
+    assert repr(h) == f"<LaunchHandle scale_kernel grid=(1, 1, 1) backend='npu', cycles={h.stats.cycles}, " \
+                      f"efficiency={h.stats.efficiency:.3f}>"
+    assert repr(launch(fresh(scale_kernel), block=64, backend="ref")) == \
+        "<LaunchHandle scale_kernel grid=(1, 1, 1) backend='ref'>"
 
 
 SCRIPT = '''

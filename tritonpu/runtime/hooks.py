@@ -21,15 +21,22 @@ def remove_listener(fn) -> None:
 
 
 def compiled(jitfn, kernel) -> None:
-    dump = os.environ.get("TRITONPU_DUMP_DIR")
-    if dump:
-        d = Path(dump)
-        d.mkdir(parents=True, exist_ok=True)
-        for stage, text in kernel.asm.items():
-            ext = {"ir": "ir", "isa": "s", "llvm": "ll"}.get(stage, "txt")
-            (d / f"{kernel.name}.{kernel.key[:8]}.{stage}.{ext}").write_text(text)
+    _dump(kernel)
     for fn in list(_listeners):
         fn(jitfn, kernel)
+
+
+def _dump(kernel) -> None:
+    """``TRITONPU_DUMP_DIR``: every stage the kernel has so far, one file each (the frontend's at
+    compile time; the backend's -- each NPU pass, the assembly, LLVM IR -- after a launch made them)."""
+    dump = os.environ.get("TRITONPU_DUMP_DIR")
+    if not dump or kernel is None:
+        return
+    d = Path(dump)
+    d.mkdir(parents=True, exist_ok=True)
+    for stage, text in list(kernel.asm.items()):
+        ext = {"ir": "ir", "isa": "s", "llvm": "ll"}.get(stage, "txt")
+        (d / f"{kernel.name}.{kernel.key[:8]}.{stage}.{ext}").write_text(text)
 
 
 _launch_listeners: list = []
@@ -49,6 +56,7 @@ def launched(jitfn, handle, options) -> None:
     """After a launch: attach the precision-check report (``check=True``) as ``handle.check``
     (None when no check ran) and notify the launch listeners."""
     handle.check = options.pop("_check_report", None)
+    _dump(getattr(handle, "kernel", None))
     for fn in list(_launch_listeners):
         fn(jitfn, handle)
 

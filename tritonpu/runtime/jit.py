@@ -64,6 +64,15 @@ class LaunchHandle:
     def name(self) -> str:
         return self.kernel.name
 
+    def __repr__(self) -> str:
+        # one line: a REPL echoes the handle of every bare launch (the dataclass repr printed every
+        # stage's text, 241k characters for a small kernel)
+        st = self.stats
+        prof = (f", cycles={st.cycles}, efficiency={st.efficiency:.3f}" if st is not None and
+                hasattr(st, "cycles") else "")
+        notes = f", notes={len(self.notes)}" if self.notes else ""
+        return f"<{type(self).__name__} {self.name} grid={self.grid} backend={self.backend!r}{prof}{notes}>"
+
 
 class WarmedKernel(LaunchHandle):
     """What ``kernel.warmup(...)`` returns: the compiled kernel, as Triton's ``CompiledKernel``
