@@ -260,3 +260,36 @@ def test_cli_reports_user_errors_without_traceback(tmp_path):
                                   "its start; got (16, 0)")
     missing = _cli(["run", str(tmp_path / "nope.py")], tmp_path)
     assert missing.returncode == 2 and "no such file" in missing.stderr
+
+
+def test_cli_run_shows_a_scripts_own_errors_as_python_would(tmp_path):
+    (tmp_path / "raises.py").write_text("import numpy\n\n\ndef f():\n    raise ValueError('boom')\n\n\nf()\n")
+    proc = _cli(["run", "raises.py"], tmp_path)
+    assert proc.returncode == 1
+    assert proc.stderr.splitlines() == ["Traceback (most recent call last):",
+                                        '  File "raises.py", line 8, in <module>', "    f()",
+                                        '  File "raises.py", line 5, in f', "    raise ValueError('boom')",
+                                        "ValueError: boom"]                 # no runpy / tritonpu frames
+    (tmp_path / "exits.py").write_text("import sys\nsys.exit('fatal: input file missing')\n")
+    proc = _cli(["run", "exits.py"], tmp_path)
+    assert (proc.returncode, proc.stderr) == (1, "fatal: input file missing\n")   # was silent
+    (tmp_path / "syntax.py").write_text("x = (\n")
+    proc = _cli(["run", "syntax.py"], tmp_path)
+    assert proc.returncode == 1 and proc.stderr.splitlines()[-1] == "SyntaxError: '(' was never closed"
+    assert "runpy" not in proc.stderr and "tritonpu" not in proc.stderr
+
+
+def test_cli_run_checks_its_outputs_before_running(tmp_path):
+    script = tmp_path / "script.py"
+    script.write_text(textwrap.dedent(SCRIPT))
+    proc = _cli(["run", str(script), "--report", str(tmp_path / "missing" / "r.html")], tmp_path)
+    assert (proc.returncode, proc.stdout) == (2, "")                       # the script did not run
+    assert proc.stderr == f"tritonpu run: --report: cannot write {tmp_path / 'missing' / 'r.html'}: no such folder " \
+                          f"{tmp_path / 'missing'}\n"
+    proc = _cli(["run", str(script), "--backend", "cpu", "--profile", "--csv", "out"], tmp_path)
+    assert (proc.returncode, proc.stdout) == (2, "")
+    assert proc.stderr == "tritonpu run: --profile, --csv show the virtual NPU's cycle profile; --backend cpu has " \
+                          "none (leave --backend out, or use --backend npu)\n"
+    (tmp_path / "file").write_text("")                                      # a file where a folder must be
+    proc = _cli(["run", str(script), "--csv", str(tmp_path / "file" / "d")], tmp_path)
+    assert proc.returncode == 2 and proc.stderr.endswith(f"{tmp_path / 'file'} is not a folder\n")

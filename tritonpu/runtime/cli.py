@@ -91,20 +91,73 @@ def _launch_printer(args):
         if args.profile in ("source", "all"):
             print(f"// ---- {kernel.name}: source profile, grid {handle.grid} ----")
             print(stats.source_profile(), flush=True)
+        outputs = []
         if getattr(args, "report", None):
-            path = _numbered(args.report, n)
-            stats.write_html(path)
-            print(f"// {kernel.name}: report written to {path}", flush=True)
+            outputs.append(("--report", "report", _numbered(args.report, n), stats.write_html))
         if getattr(args, "timeline", None):
-            path = _numbered(args.timeline, n)
-            stats.plot_timeline(path)
-            print(f"// {kernel.name}: timeline written to {path}", flush=True)
+            outputs.append(("--timeline", "timeline", _numbered(args.timeline, n), stats.plot_timeline))
         if getattr(args, "csv", None):
-            d = os.path.join(args.csv, str(n))
-            stats.write_csv(d)
-            print(f"// {kernel.name}: CSVs written to {d}", flush=True)
+            outputs.append(("--csv", "CSVs", os.path.join(args.csv, str(n)), stats.write_csv))
+        for flag, what, path, write in outputs:
+            try:
+                write(path)
+            except OSError as e:                    # the script goes on; the file is not there
+                print(f"tritonpu run: {flag}: cannot write {path}: {e.strerror or e}", file=sys.stderr, flush=True)
+                continue
+            print(f"// {kernel.name}: {what} written to {path}", flush=True)
     launches = [0]
     return on_launch
+
+
+def run_script(file: str) -> int:
+    """Run ``file`` as ``__main__`` (``tritonpu run`` and ``tritonpu tune``); its exit code. What stops
+    it is reported as Python would, without the runner's frames: a tritonpu error in one message, a
+    ``sys.exit("message")`` by its message, any other exception by the script's own traceback."""
+    try:
+        runpy.run_path(file, run_name="__main__")
+    except TritonpuError as e:
+        print(f"{type(e).__name__}: {e}", file=sys.stderr)
+        return 1
+    except SystemExit as e:
+        if e.code is None or isinstance(e.code, int):
+            return e.code or 0
+        print(e.code, file=sys.stderr)
+        return 1
+    except Exception as e:
+        print(_script_traceback(e, file), end="", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _unwritable(path: str, is_dir: bool) -> str | None:
+    """Why ``path`` (a file, or a folder made if missing) cannot be written, checked before the
+    script runs -- not after its first launch has been simulated; None when it can."""
+    target = path if is_dir else os.path.dirname(os.path.abspath(path))
+    probe = target
+    while not os.path.exists(probe):
+        parent = os.path.dirname(probe)
+        if parent == probe:
+            break
+        probe = parent
+    if not os.path.isdir(probe):
+        return f"{probe} is not a folder"
+    if not os.access(probe, os.W_OK):
+        return f"{probe} is not writable"
+    if not is_dir and probe != target:
+        return f"no such folder {target}"
+    return None
+
+
+def _script_traceback(e: BaseException, file: str) -> str:
+    """The traceback of an exception the script raised, from the script's own first frame on (the
+    runner's frames -- runpy, this module -- left out); a syntax error as Python reports it."""
+    import traceback
+    tb, mine = e.__traceback__, os.path.abspath(file)
+    while tb is not None and os.path.abspath(tb.tb_frame.f_code.co_filename) != mine:
+        tb = tb.tb_next
+    if tb is None:
+        return "".join(traceback.format_exception_only(type(e), e))
+    return "".join(traceback.format_exception(type(e), e, tb))
 
 
 def _numbered(path: str, n: int) -> str:
@@ -126,6 +179,17 @@ def run_command(args) -> int:
         if unknown:
             print(f"tritonpu run: --print-ir-after: unknown pass {unknown[0]!r}; passes: "
                   f"{', '.join(_npu_passes())}", file=sys.stderr)
+            return 2
+    wanted = [f"--{name}" for name in ("profile", "report", "timeline", "csv") if getattr(args, name, None)]
+    if wanted and args.backend in ("cpu", "ref"):
+        print(f"tritonpu run: {', '.join(wanted)} show the virtual NPU's cycle profile; --backend {args.backend} "
+              "has none (leave --backend out, or use --backend npu)", file=sys.stderr)
+        return 2
+    for flag, path, is_dir in (("--report", args.report, False), ("--timeline", args.timeline, False),
+                               ("--csv", args.csv, True)):
+        problem = _unwritable(path, is_dir) if path else None
+        if problem:
+            print(f"tritonpu run: {flag}: cannot write {path}: {problem}", file=sys.stderr)
             return 2
     if args.timeline:
         from tritonpu.profile.plot import pyplot
@@ -151,12 +215,7 @@ def run_command(args) -> int:
     sys.argv = [args.file] + list(args.script_args)
     sys.path.insert(0, os.path.dirname(os.path.abspath(args.file)))
     try:
-        runpy.run_path(args.file, run_name="__main__")
-    except TritonpuError as e:
-        print(f"{type(e).__name__}: {e}", file=sys.stderr)
-        return 1
-    except SystemExit as e:
-        return e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+        return run_script(args.file)
     finally:
         if saved_trace is None:
             os.environ.pop("TRITONPU_TRACE", None)

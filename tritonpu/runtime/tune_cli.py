@@ -19,11 +19,11 @@ from __future__ import annotations
 
 import csv
 import os
-import runpy
 import sys
 
 from tritonpu.errors import TritonpuError
 from tritonpu.runtime import hooks
+from tritonpu.runtime.cli import run_script
 
 COLUMNS = ("kernel", "key", "config", "status", "cycles", "efficiency", "bound_pipe", "lower_bound", "ub_bytes",
            "reason")
@@ -134,14 +134,8 @@ def tune_command(args) -> int:
     saved_argv = sys.argv
     sys.argv = [args.file] + list(args.script_args)
     sys.path.insert(0, os.path.dirname(os.path.abspath(args.file)))
-    code = 0
     try:
-        runpy.run_path(args.file, run_name="__main__")
-    except TritonpuError as e:
-        print(f"{type(e).__name__}: {e}", file=sys.stderr)
-        code = 1
-    except SystemExit as e:
-        code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+        code = run_script(args.file)
     finally:
         restore()
         hooks.remove_tune_listener(on_tuned)
@@ -157,7 +151,7 @@ def tune_command(args) -> int:
             w.writeheader()
             w.writerows(all_rows)
         print(f"// {len(all_rows)} rows written to {args.csv}", flush=True)
-    else:
+    elif code == 0:                         # (the script's own error was reported)
         print("tritonpu tune: no autotuned launch ran"
               + (f" of `{args.kernel}`" if args.kernel else " (use --kernel NAME to tune plain launches)"),
               file=sys.stderr)
