@@ -293,3 +293,12 @@ def test_cli_run_checks_its_outputs_before_running(tmp_path):
     (tmp_path / "file").write_text("")                                      # a file where a folder must be
     proc = _cli(["run", str(script), "--csv", str(tmp_path / "file" / "d")], tmp_path)
     assert proc.returncode == 2 and proc.stderr.endswith(f"{tmp_path / 'file'} is not a folder\n")
+
+
+def test_the_handle_of_a_cpu_or_ref_launch_shows_no_npu_assembly(cache_dir):
+    k = fresh(scale_kernel)
+    assert "isa" in launch(k, block=64).asm                   # npu
+    for backend in ("cpu", "ref"):
+        h = launch(k, block=64, backend=backend)
+        assert "isa" not in h.asm and "tiling" not in h.asm and "ir" in h.asm
+    assert "isa" in launch(k, block=64).asm                   # npu again: its compilation was kept

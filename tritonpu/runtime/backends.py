@@ -6,13 +6,24 @@ import os
 
 def _ref(kernel, arrays, grid, options):
     from tritonpu.ref import evaluator
+    _without_npu_stages(kernel)
     evaluator.run(kernel.fn, arrays, grid)
     return None
 
 
 def _cpu(kernel, arrays, grid, options):
     from tritonpu import cpu
+    _without_npu_stages(kernel)
     return cpu.launch(kernel, arrays, grid, options)
+
+
+def _without_npu_stages(kernel) -> None:
+    """``h.asm`` shows what the latest launch ran: not the NPU passes and assembly of an earlier NPU
+    launch (the NPU compilation itself is kept for the next NPU launch)."""
+    from tritonpu.codegen.pipeline import NPU_PIPELINE
+    stages = set(NPU_PIPELINE) | {"isa"}
+    if stages & set(kernel.asm):
+        kernel.asm = {k: v for k, v in kernel.asm.items() if k not in stages}   # a new dict (see launch_npu)
 
 
 def _npu(kernel, arrays, grid, options):
