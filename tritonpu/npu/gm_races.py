@@ -4,9 +4,9 @@ Triton gives a launch's programs no order, so two programs touching the same GM 
 them writing — give a schedule-dependent result, unless both accesses are atomic, or both happen
 while their program holds a lock (a ``satomic.cas`` that succeeded, until the ``satomic.xchg`` /
 store that releases it: Triton's LayerNorm-backward lock pattern orders what it guards, atomics
-under the lock included).  The
-simulator runs the programs in one particular order, so such a race never shows in its results;
-this check reports it instead, naming both programs and both instructions.
+under the lock included).  The simulator runs the programs in one particular order, so such a
+race never shows in its results; this check reports it instead, naming both programs and both
+instructions.
 
 Per GM argument it keeps, per byte, the record of the last write and of a read by another program
 (two int32 per element of the argument — per byte once an access splits an element —, made when
@@ -21,8 +21,9 @@ atomic after it on a location where B made one since — the "last program reduc
 (Chains through a third program are not followed: such a pair is still reported.)
 
 Guarantees: no report for accesses of one program, for atomic/atomic pairs, for pairs of accesses
-made under a lock (plain or atomic), for pairs a release and an acquire order, for read/read pairs; a report for every other pair of overlapping accesses by programs on
-different cores, and for write/write pairs on one core.
+made under a lock (plain or atomic), for pairs a release and an acquire order, for read/read
+pairs; a report for every other pair of overlapping accesses by programs on different cores, and
+for write/write pairs on one core.
 """
 from __future__ import annotations
 

@@ -398,10 +398,11 @@ def _normalize_grid(grid, meta: dict) -> tuple[int, int, int]:
         raise LaunchError(f"grid must have 1 to 3 dimensions, got {len(dims)}")
     if any(d < 0 for d in dims):
         raise LaunchError(f"grid dimensions must be >= 0, got {tuple(dims)}")
-    if math.prod(dims) > MAX_PROGRAMS:
-        raise LaunchError(f"a grid of {math.prod(dims)} programs {tuple(dims + [1] * (3 - len(dims)))} is more than {MAX_PROGRAMS} "
+    full = tuple(dims + [1] * (3 - len(dims)))
+    if math.prod(full) > MAX_PROGRAMS:
+        raise LaunchError(f"a grid of {math.prod(full)} programs {full} is more than {MAX_PROGRAMS} "
                           "(2**31 - 1: program ids are 32-bit)")
-    return tuple(dims + [1] * (3 - len(dims)))
+    return full
 
 
 MAX_PROGRAMS = 2 ** 31 - 1
