@@ -19,7 +19,7 @@ from tritonpu.ir import parse_function
 from tritonpu.passes import PassManager
 from tritonpu.passes.buffer_planning import TRIAL_AFTER_CLEANUP
 from tritonpu.passes.manager import PassError
-from tritonpu.passes.versioning import launch_values
+from tritonpu.passes.specialize import launch_values
 
 # The passes the NPU path runs, in order (each is a file in tritonpu/passes/).
 NPU_PIPELINE = ["canonicalize", "memory-analysis", "cse", "fusion", "unswitch", "dce", "tiling", "persistent",

@@ -26,72 +26,9 @@ from tritonpu.errors import CompilationError
 from tritonpu.ir import Function, Op, Region, Value
 from tritonpu.ir import types as T
 from tritonpu.passes.manager import Pass, register
-from tritonpu.passes.rewrite import (TILE_LOADS, clone, clone_op, load_extents, positive_step, replace_all_uses,
-                                     root, written_by)
+from tritonpu.passes.rewrite import (LoopView, clone, clone_op, load_extents, positive_step, replace_all_uses,
+                                     written_by)
 
-
-
-class _Loop:
-    """What one for op offers for prefetching."""
-
-    def __init__(self, op: Op, may_alias: bool = False):
-        self.op = op
-        self.may_alias = may_alias
-        self.body = op.regions[0]
-        self.term = self.body.terminator
-        self.iv, *self.iters = self.body.args
-        self.in_body = {id(o) for o in self.body.ops}
-        self.defs = {id(r): o for o in self.body.ops for r in o.results}
-
-    def slice(self, values, allowed_args, loads=()) -> list | None:
-        """Body ops computing ``values`` (program order), or None if that needs anything but pure ops,
-        the loads in ``loads`` (ids), the induction variable and ``allowed_args``."""
-        need, stack = set(), list(values)
-        while stack:
-            v = stack.pop()
-            o = self.defs.get(id(v))
-            if o is None:
-                if v.owner is None and v in self.body.args and v is not self.iv and \
-                        all(v is not a for a in allowed_args):
-                    return None
-                continue
-            if id(o) in need:
-                continue
-            if o.regions or o.opdef.terminator or (o.opdef.effects and id(o) not in loads):
-                return None
-            need.add(id(o))
-            stack.extend(o.operands)
-        return [o for o in self.body.ops if id(o) in need]
-
-    def next_computable(self) -> list:
-        """Carried values whose next value is a pure function of the trip's scalars."""
-        ok = [a for a in self.iters if not a.type.is_block]
-        while True:
-            keep = [a for a in ok if self.slice([self.term.operands[self.iters.index(a)]], ok) is not None]
-            if len(keep) == len(ok):
-                return ok
-            ok = keep
-
-    def candidates(self, nexts) -> list:
-        """Loads to prefetch: not the first-trip loads of an inner pipelined loop (already ahead),
-        and none from an argument the loop writes (a prefetch would read before that write)."""
-        inits = {id(v) for o in self.body.ops if o.name == "for" for v in o.operands[3:]}
-        written = written_by(self.body.ops)
-        out = []
-        for o in self.body.ops:
-            if o.name not in TILE_LOADS or id(o.result) in inits:
-                continue
-            arg = root(o.operands[0])
-            if arg is None or None in written or id(arg) in written or (written and self.may_alias):
-                continue
-            out.append(o)
-        # a load whose address needs another prefetched load (a gather's indices) is prefetched after it
-        while True:
-            ids = {id(o) for o in out}
-            keep = [o for o in out if self.slice(o.operands, nexts, ids) is not None]
-            if len(keep) == len(out):
-                return out
-            out = keep
 
 
 @register
@@ -109,7 +46,7 @@ class DoubleBuffer(Pass):
         lb, ub, step = op.operands[:3]
         if not positive_step(step):
             return
-        lp = _Loop(op, bool(fn.attrs.get("may_alias")))
+        lp = LoopView(op, bool(fn.attrs.get("may_alias")))
         nexts = lp.next_computable()
         loads = lp.candidates(nexts)
         if not loads:
@@ -138,7 +75,7 @@ class DoubleBuffer(Pass):
                 reason = str(e).split("error: ", 1)[-1].split(" at once")[0]
         op.attrs["double_buffer"] = f"off: {reason} with two buffers per load"
 
-    def _rewrite(self, lp: _Loop, loads: list, nexts: list, stages: int) -> list:
+    def _rewrite(self, lp: LoopView, loads: list, nexts: list, stages: int) -> list:
         """The loop pipelined over ``stages`` buffers per load: loads run ``stages - 1`` trips
         ahead, the body is unrolled ``stages`` times (each trip's tiles in a buffer of their own,
         straight-line code), and the last ``stages - 1`` trips run after the loop, each if it exists."""
@@ -273,7 +210,7 @@ class DoubleBuffer(Pass):
 MAX_STAGES = 4
 
 
-def stages_for(lp: "_Loop", loads: list) -> int:
+def stages_for(lp: "LoopView", loads: list) -> int:
     """How many buffers per load hide MTE2's latency: one trip's work (the busiest of its loads at
     the L2 rate, its dots on the cube, its block ops on the vector unit, estimated from the
     shapes) against the latency of a GM read -- 2 when a trip outlasts it or the loop stores, up to

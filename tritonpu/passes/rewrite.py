@@ -4,6 +4,8 @@
   (``load_extents``), what a pointer points into (``root``) and which arguments a piece of code
   may write (``written_by``).
 * The ops of a loop body that compute a value from outside the loop only (``invariant_slice``).
+* What a ``for`` loop's body computes from what (``LoopView``: the slice of ops computing a tile
+  load's operands, the carried scalars whose next value is a pure function of the trip's).
 * Cloning ops with their regions through a value mapping (``clone``, ``clone_op``), a ``for``
   like another with a new body (``loop_like``), replacing every use of values (``replace_all_uses``).
 """
@@ -124,3 +126,66 @@ def replace_all_uses(fn: Function, old, new) -> None:
     mapping = {id(a): b for a, b in zip(old, new)}
     for o in fn.walk():
         o.operands = [mapping.get(id(v), v) for v in o.operands]
+
+
+class LoopView:
+    """What one ``for`` op offers for rewriting its tile loads (prefetching, keeping them on chip)."""
+
+    def __init__(self, op: Op, may_alias: bool = False):
+        self.op = op
+        self.may_alias = may_alias
+        self.body = op.regions[0]
+        self.term = self.body.terminator
+        self.iv, *self.iters = self.body.args
+        self.in_body = {id(o) for o in self.body.ops}
+        self.defs = {id(r): o for o in self.body.ops for r in o.results}
+
+    def slice(self, values, allowed_args, loads=()) -> list | None:
+        """Body ops computing ``values`` (program order), or None if that needs anything but pure ops,
+        the loads in ``loads`` (ids), the induction variable and ``allowed_args``."""
+        need, stack = set(), list(values)
+        while stack:
+            v = stack.pop()
+            o = self.defs.get(id(v))
+            if o is None:
+                if v.owner is None and v in self.body.args and v is not self.iv and \
+                        all(v is not a for a in allowed_args):
+                    return None
+                continue
+            if id(o) in need:
+                continue
+            if o.regions or o.opdef.terminator or (o.opdef.effects and id(o) not in loads):
+                return None
+            need.add(id(o))
+            stack.extend(o.operands)
+        return [o for o in self.body.ops if id(o) in need]
+
+    def next_computable(self) -> list:
+        """Carried values whose next value is a pure function of the trip's scalars."""
+        ok = [a for a in self.iters if not a.type.is_block]
+        while True:
+            keep = [a for a in ok if self.slice([self.term.operands[self.iters.index(a)]], ok) is not None]
+            if len(keep) == len(ok):
+                return ok
+            ok = keep
+
+    def candidates(self, nexts) -> list:
+        """Loads to prefetch: not the first-trip loads of an inner pipelined loop (already ahead),
+        and none from an argument the loop writes (a prefetch would read before that write)."""
+        inits = {id(v) for o in self.body.ops if o.name == "for" for v in o.operands[3:]}
+        written = written_by(self.body.ops)
+        out = []
+        for o in self.body.ops:
+            if o.name not in TILE_LOADS or id(o.result) in inits:
+                continue
+            arg = root(o.operands[0])
+            if arg is None or None in written or id(arg) in written or (written and self.may_alias):
+                continue
+            out.append(o)
+        # a load whose address needs another prefetched load (a gather's indices) is prefetched after it
+        while True:
+            ids = {id(o) for o in out}
+            keep = [o for o in out if self.slice(o.operands, nexts, ids) is not None]
+            if len(keep) == len(out):
+                return out
+            out = keep

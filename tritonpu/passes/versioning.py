@@ -26,11 +26,6 @@ behind the ``if`` — the code doubles and the branch costs one scalar compare p
 """
 from __future__ import annotations
 
-from contextlib import contextmanager
-from contextvars import ContextVar
-from dataclasses import dataclass
-
-import numpy as np
 
 from tritonpu.ir import Function, Op, Region, Value
 from tritonpu.ir import types as T
@@ -39,8 +34,8 @@ from tritonpu.passes.dce import DeadCodeElimination
 from tritonpu.passes.rewrite import (TILE_LOADS, clone, clone_op, invariant_slice, loop_like, positive_step,
                                      replace_all_uses)
 from tritonpu.passes.manager import Pass, register
+from tritonpu.passes.specialize import decide
 from tritonpu.passes.unswitch import versions_if
-from tritonpu.ref.evaluator import EVAL
 
 
 def _candidates(body: Region) -> list:
@@ -110,7 +105,9 @@ def _plan(fn: Function, body: Region):
     cond_ops, cond = _cond(cands)
     bound_ops = {id(o) for _, s in cands for o in s}
     moved = [o for o in body.ops if id(o) in bound_ops]
-    once = _decide(fn, moved + cond_ops, cond)
+    once = decide(fn, moved + cond_ops, cond)
+    if once is not None:
+        fn.attrs["single_trip"] = once
     if once is False:
         return None
     return cands, cond_ops, cond, moved, once
@@ -196,85 +193,3 @@ def _replace(fn, region, loop, new) -> None:
     replace_all_uses(fn, loop.results, new.results)
 
 
-# ---- deciding at launch ----------------------------------------------------------------------
-# When the compiler knows the launch's scalar arguments (``launch_values``), a condition computed
-# from them alone is decided now: the kernel gets the one version the launch runs, and the
-# condition is recorded as a guard — a later launch whose arguments give the other answer compiles
-# again, as Triton specializes on argument values.  Without them (``tritonpu opt`` on IR text) the
-# kernel holds both versions behind the ``if``.
-
-_LAUNCH: ContextVar = ContextVar("tritonpu_launch_values", default=None)
-
-
-@dataclass
-class Guard:
-    """A condition on the launch's scalar arguments that a compiled kernel assumed."""
-    ops: list                  # pure scalar ops computing ``value``, in order
-    args: dict                 # id(argument Value) -> its name
-    value: Value
-    expected: bool
-
-    def holds(self, scalars: dict) -> bool:
-        env = {k: scalars[name] for k, name in self.args.items()}
-        return _evaluate(self.ops, self.value, env) == self.expected
-
-
-@contextmanager
-def launch_values(scalars: dict):
-    """Compile for a launch with these scalar arguments (name -> value); yields the guards taken."""
-    guards: list = []
-    token = _LAUNCH.set((scalars, guards))
-    try:
-        yield guards
-    finally:
-        _LAUNCH.reset(token)
-
-
-def _evaluate(ops, value, env: dict) -> bool:
-    for op in ops:
-        if op.name == "constant":
-            env[id(op.result)] = op.attrs["value"]
-            continue
-        ins = [np.asarray(env[id(v)], dtype=v.type.scalar.np) for v in op.operands]
-        with np.errstate(all="ignore"):
-            env[id(op.result)] = EVAL[op.name](op, *ins)
-    return bool(np.asarray(env[id(value)]).item())
-
-
-def _decide(fn: Function, extra: list, cond: Value):
-    """True/False when the launch's arguments decide ``cond`` (a guard is recorded), else None."""
-    launch = _LAUNCH.get()
-    if launch is None:
-        return None
-    scalars, guards = launch
-    defs = {id(r): o for o in fn.body.ops for r in o.results}
-    defs.update({id(r): o for o in extra for r in o.results})
-    names = {id(a): a.name for a in fn.args}
-    order, seen, need_args = [], set(), {}
-
-    def visit(v) -> bool:
-        if id(v) in seen:
-            return True
-        seen.add(id(v))
-        if id(v) in names:
-            if names[id(v)] not in scalars or v.type.is_block or v.type.is_ptr:
-                return False
-            need_args[id(v)] = names[id(v)]
-            return True
-        o = defs.get(id(v))
-        if o is None or o.regions or o.opdef.effects or o.results[0].type.is_block or \
-                o.name in ("program_id", "num_programs") or \
-                (o.name != "constant" and o.name not in EVAL):
-            return False
-        if not all(visit(x) for x in o.operands):
-            return False
-        order.append(o)
-        return True
-
-    if not visit(cond):
-        return None
-    guard = Guard(order, need_args, cond, False)
-    guard.expected = _evaluate(order, cond, {k: scalars[n] for k, n in need_args.items()})
-    guards.append(guard)
-    fn.attrs["single_trip"] = guard.expected
-    return guard.expected
