@@ -76,6 +76,10 @@ class Analysis(CubeHomes, Coalescing):
                     # a loaded tile's buffer belongs to its transfers: computing over it in place would
                     # make the next load into it wait for the store of the result
                     self._use(v, start + 1 if loaded(v) and not reuse_loaded else at, loops)
+                    if v.owner is not None and v.owner.name == "panel_tile":
+                        # who reads a panel's tile reads its slot register and waits on a miss
+                        for w in v.owner.operands[:2]:
+                            self._use(w, at, loops)
                 inner = loops + [op] if op.name in LOOPS else loops
                 for r in op.regions:
                     for a in r.args:

@@ -15,6 +15,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 GM_WHOLE = (0, 1 << 62)
+# The event ids an L1 panel's own flags use (see ``Guarded``): MTE2 -> MTE1 for the fill of a trip
+# whose number is e modulo the loop's buffers, e = 0..3, and MTE1 -> MTE2 (the first fill waits
+# for the previous programs' reads); the branch that holds a panel's loop reserves them (If).
+def panel_event(e: int) -> int:
+    return 7 - e
+
+
+def panel_reserved(events) -> dict:
+    """The ids (``If.reserved``) code with panel fills on ``events`` uses."""
+    return {("MTE2", "MTE1"): {panel_event(e) for e in events}, ("MTE1", "MTE2"): {panel_event(0)}}
 
 
 @dataclass(frozen=True)
@@ -51,6 +61,23 @@ class Instr:
 
 
 @dataclass
+class Guarded(Instr):
+    """``body`` (instructions, or Guarded) runs only when the scalar test ``text`` (``br.eq s5, 0``:
+    the branch that jumps past the body) falls through.  To the sync pass it is one scalar
+    instruction with no accesses: only for code that orders its own accesses with its own flags (an
+    L1 panel's loads and reads, see ``passes/panel_reuse.py``), so that it does not end the
+    straight-line run the flags of the code around it are placed in."""
+    body: list = field(default_factory=list)
+
+    def lines(self, label) -> list[str]:
+        end = label("skip")
+        out = [Instr(f"{self.text}, {end}", "S", loc=self.loc).render()]
+        for n in self.body:
+            out += n.lines(label) if isinstance(n, Guarded) else [n.render()]
+        return out + [f"{end}:"]
+
+
+@dataclass
 class Loop:
     """``for reg, start, end, step`` ... ``endfor``; ``head`` is the ``for`` instruction."""
     head: Instr
@@ -67,6 +94,9 @@ class If:
     test: list
     then: list = field(default_factory=list)
     orelse: list = field(default_factory=list)
+    # (src, dst) -> event ids ``then`` uses for flags of its own (Guarded code): the sync pass
+    # takes none of them there
+    reserved: dict = field(default_factory=dict)
 
 
 @dataclass
@@ -108,7 +138,9 @@ def render(nodes, indent: str = "    ") -> list[str]:
     def emit(ns, depth):
         pad = indent * depth
         for n in ns:
-            if isinstance(n, Instr):
+            if isinstance(n, Guarded):
+                out.extend(line if line.endswith(":") else pad + line for line in n.lines(label))
+            elif isinstance(n, Instr):
                 out.append(pad + n.render())
             elif isinstance(n, Loop):
                 out.append(pad + n.head.render())

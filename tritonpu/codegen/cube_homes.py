@@ -44,7 +44,7 @@ class CubeHomes:
 
     def _cube_homes(self, fn: Function) -> None:
         for op in fn.walk():
-            rows_contiguous = op.name in ("gather_rows", "gather_cols") or \
+            rows_contiguous = op.name in ("gather_rows", "gather_cols", "panel_tile") or \
                 (op.name == "load_tile" and len(op.result.type.shape) == 2 and const_value(op.operands[2]) == 1)
             if rows_contiguous and self._dot_operand_only(op.result):
                 self.home[id(op.result)] = L1

@@ -26,7 +26,7 @@ from __future__ import annotations
 import re
 
 from tritonpu.codegen.analysis import Analysis, elem_bytes
-from tritonpu.codegen.asmlist import Access, If, Instr, Loop, While
+from tritonpu.codegen.asmlist import Access, If, Instr, Loop, While, panel_reserved
 from tritonpu.codegen.emit_cube import CubeEmitter
 from tritonpu.codegen.emit_memory import MemoryEmitter
 from tritonpu.codegen.emit_scalar import ScalarEmitter
@@ -50,6 +50,7 @@ class Emitter(ScalarEmitter, VectorEmitter, MemoryEmitter, CubeEmitter):
         self.op = None
         self.home: dict = {}            # id(value) -> Imm | Reg | Tile
         self.param_of: dict = {}        # id(pointer value) -> GM parameter name
+        self.panel_events: set = set()  # the events of the L1 panel fills emitted (see op_if)
         self.reg_owner: dict = {}       # register -> group
         self.free_regs = [f"s{i}" for i in range(NUM_REGS - 1, -1, -1)]
         self.temp_regs: list = []
@@ -82,6 +83,8 @@ class Emitter(ScalarEmitter, VectorEmitter, MemoryEmitter, CubeEmitter):
         if getattr(self, "zeros_bytes", 0):
             from tritonpu.codegen.emit_memory import ZEROS
             header.append(f".param {ZEROS} gm u8")
+        if self.panel_events:
+            self.fail("internal error: an L1 panel's fills are not in the branch of its loop")
         return header, self.prologue + self.out
 
     def region(self, ops) -> None:
@@ -405,12 +408,17 @@ class Emitter(ScalarEmitter, VectorEmitter, MemoryEmitter, CubeEmitter):
             self.op = region.ops[-1]
             self.parallel_copy(homes, region.ops[-1].operands, [])
         test = [Instr(f"br.eq {cond}, 0, {{target}}", "S", loc=op.loc)]
+        # the branch that runs an L1 panel's loop (passes/panel_reuse.py) keeps the ids of the
+        # panel's own flags from the sync pass (not the branches around it: only there are they used)
+        outer, self.panel_events = self.panel_events, set()
         then = self.nested(branch, op.regions[0])
+        reserved = panel_reserved(self.panel_events) if self.panel_events else {}
+        self.panel_events = outer
         orelse = self.nested(branch, op.regions[1])
         for i, r in enumerate(op.results):
             self._carry_param(op.regions[0].ops[-1].operands[i], r)
         self.op = op
-        self.out.append(If(test, then, orelse))
+        self.out.append(If(test, then, orelse, reserved))
 
     def op_while(self, op) -> None:
         before, after = op.regions

@@ -7,11 +7,16 @@ the ``other`` value on the vector unit before the transfer writes the valid part
 """
 from __future__ import annotations
 
-from tritonpu.codegen.asmlist import Access, Instr, Loop, While
+from tritonpu.codegen.asmlist import Access, Guarded, Instr, Loop, While, panel_event
 from tritonpu.codegen.values import Imm, Tile, asm_type
 from tritonpu.passes.memory_analysis import ATOMIC_TRANSFER_KINDS, ATOMIC_TRANSFER_TYPES
 
 ZEROS = "__zeros"       # a GM parameter of zero bytes the launch provides (pad rows of L1 tiles)
+
+
+def panel_operand(slot, addr: int) -> str:
+    """``l1[...]`` at byte ``addr`` of the panel slot ``slot`` (a register or an immediate)."""
+    return f"l1[{int(slot.value) + addr}]" if isinstance(slot, Imm) else f"l1[{slot}+{addr}]"
 
 
 class MemoryEmitter:
@@ -93,6 +98,43 @@ class MemoryEmitter:
                         load=True)
             return
         self.load_2d(op, dst, param, base, S, V, pad)
+
+    def op_panel_fill(self, op) -> None:
+        """On a miss, a tile into slot ``slot`` of the kernel's L1 panel (at L1 address 0, see
+        buffer planning; passes/panel_reuse.py).  The panel's own flags order it, in Guarded code
+        the sync pass does not look into: the first trip's fill waits for MTE1 to finish the
+        previous programs' reads (it reuses their slots), each fill sets MTE2 -> MTE1 for the read
+        of its tile (``panel_wait``), on the event of its trip."""
+        slot, miss = self.scalar(op.operands[0]), self.scalar(op.operands[1])
+        ptr, s_row, cols_valid = op.operands[2], op.operands[3], op.operands[6]
+        other = op.operands[7] if len(op.operands) > 7 else None
+        param, base = self.param(ptr), self.scalar(ptr)
+        rows, cols = op.attrs["shape"]
+        dtype = asm_type(ptr.type.scalar.pointee)
+        es = self.esize_of(ptr.type.scalar.pointee)
+        pad = self.pad_of(other, dtype)
+        V = self.scalar(cols_valid)
+        valid = "" if self.const(V, cols) else f", valid={self.mul_imm(V, es)}, pad={pad}"
+        src_stride = self.mul_imm(self.scalar(s_row), es)
+        self.panel_events.add(op.attrs["event"])
+        loc, first = self.op.loc, panel_event(0)
+        fence = Guarded(f"br.ne {slot}, 0", "S", loc=loc, body=[
+            Instr(f"set_flag MTE1, MTE2, {first}", "MTE1", loc=loc),
+            Instr(f"wait_flag MTE1, MTE2, {first}", "MTE2", loc=loc)])
+        load = Instr(f"mov.gm.l1.{dtype} {panel_operand(slot, 0)}, {param}[{base}], {rows}, {cols * es}, "
+                     f"{src_stride}, {cols * es}{valid}", "MTE2", loc=loc)
+        self.out.append(Guarded(f"br.eq {miss}, 0", "S", loc=loc, body=[
+            fence, load, Instr(f"set_flag MTE2, MTE1, {panel_event(op.attrs['event'])}", "MTE2", loc=loc)]))
+
+    def op_panel_tile(self, op) -> None:
+        self.out_tile(op.result)            # a view of the panel; its slot is added where it is read
+
+    def panel_wait(self, v) -> None:
+        """Before MTE1 first reads the panel tile ``v``: on a miss, wait for its fill."""
+        tile = v.owner
+        miss = self.scalar(tile.operands[1])
+        self.out.append(Guarded(f"br.eq {miss}, 0", "S", loc=self.op.loc, body=[
+            Instr(f"wait_flag MTE2, MTE1, {panel_event(tile.attrs['event'])}", "MTE1", loc=self.op.loc)]))
 
     def load_2d(self, op, dst, param, base, S, V, pad, dense=False) -> None:
         """A rank-0..2 tile from GM ``param[base]`` (``dense``: into ``dst`` as laid out, never as a

@@ -27,6 +27,14 @@ def tile_bytes(ty) -> int:
     return elem_bytes(ty) * (ty.numel if ty.is_block else 1)
 
 
+PANEL_ALIGN = 512           # an L1 panel's slots start where L0 tiles may be cut from (any row)
+
+
+def panel_slot_bytes(ty) -> int:
+    """The bytes one slot of an L1 panel of ``ty`` tiles takes (see passes/panel_reuse.py)."""
+    return (tile_bytes(ty) + PANEL_ALIGN - 1) // PANEL_ALIGN * PANEL_ALIGN
+
+
 @dataclass
 class Group:
     """Values sharing one home, live over [start, end]."""

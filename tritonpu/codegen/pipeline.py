@@ -23,11 +23,10 @@ from tritonpu.passes.specialize import launch_values
 
 # The passes the NPU path runs, in order (each is a file in tritonpu/passes/).
 NPU_PIPELINE = ["canonicalize", "memory-analysis", "cse", "fusion", "unswitch", "dce", "tiling", "persistent",
-                "versioning", "hoist", "stagger", "double-buffer", "cleanup", "buffer-planning"]
+                "versioning", "hoist", "stagger", "panel-reuse", "double-buffer", "cleanup", "buffer-planning"]
 # Passes a user may switch off (results must not change; tests check it).
 OPTIONAL_PASSES = ("canonicalize", "memory-analysis", "cse", "fusion", "unswitch", "persistent", "versioning", "hoist",
-                   "stagger",
-                   "double-buffer")
+                   "stagger", "panel-reuse", "double-buffer")
 
 
 @dataclass

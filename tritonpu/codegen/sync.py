@@ -126,6 +126,7 @@ class _Pass:
         if max_events < 1:
             raise ValueError("max_events must be at least 1")
         self.max_events = max_events
+        self.taken: list = []        # the ``reserved`` of the If branches being placed
         self.report = SyncReport()
         self.reserved: dict = {}     # (src, dst) -> {(id(Loop), producer): event id of a loop-carried pair}
         self.carried: dict = {}      # id(Loop) -> {(src, dst, ev)} to pre-set before / drain after it
@@ -167,7 +168,12 @@ class _Pass:
                 pass
             elif isinstance(n, If):
                 st = self.block(n.test, st, emit)
-                st = self.block(n.then, st.copy(), emit).join(self.block(n.orelse, st.copy(), emit))
+                self.taken.append(n.reserved)
+                try:
+                    then = self.block(n.then, st.copy(), emit)
+                finally:
+                    self.taken.pop()
+                st = then.join(self.block(n.orelse, st.copy(), emit))
             elif isinstance(n, While):
                 st = self.while_(n, st, emit)
             else:
@@ -197,7 +203,8 @@ class _Pass:
         loop): also those of the loops inside it."""
         active = set(self.active)
         return {e for (lid, _), e in self.reserved.get((src, dst), {}).items()
-                if lid in active or (loop_id is not None and loop_id in self.outer.get(lid, ()))}
+                if lid in active or (loop_id is not None and loop_id in self.outer.get(lid, ()))} | \
+            {e for t in self.taken for e in t.get((src, dst), ())}
 
     def while_(self, n: While, entry: _State, emit: bool) -> _State:
         def trip(s, em=False):
@@ -357,8 +364,10 @@ class _Segment:
 def insert_sync(nodes: list, *, max_events: int = 8) -> SyncReport:
     """Insert ``set_flag``/``wait_flag`` pairs into ``nodes`` (in place, into nested loop bodies
     and branches too) so that every cross-pipe hazard is ordered -- see the module docstring for
-    the exact guarantee and the placement rules.  Returns a :class:`SyncReport`: the number of
-    pairs inserted and, per (src, dst) pipe pair, how many event ids (0..n-1) it uses."""
+    the exact guarantee and the placement rules; in the then-branch of an ``If`` with ``reserved``
+    ids (the code's own flags, see asmlist.Guarded) none of those is taken.  Returns a
+    :class:`SyncReport`: the number of pairs inserted and, per (src, dst) pipe pair, how many
+    event ids (0..n-1) it uses."""
     p = _Pass(max_events)
     p.block(nodes, _State(), True)
     return p.report

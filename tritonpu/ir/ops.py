@@ -123,6 +123,13 @@ def _rows() -> list[OpDef]:
         OpDef("load_tile", "load_tile", (3, None), 1, effects=True, npu_only=True,
               doc="load_tile(ptr, strides.., valids..[, other]): element [i0, i1..] = ptr[sum(i_d * stride_d)] "
                   "where every i_d < valid_d, else other (0 if absent); strides and valids are scalars, one per dim"),
+        OpDef("panel_fill", "panel_fill", (5, None), 0, ("slots", "event", "shape"), effects=True, npu_only=True,
+              doc="panel_fill(slot, miss, ptr, strides.., valids..[, other]) {slots, event, shape}: on a miss, "
+                  "a load_tile of `shape` into slot `slot` (bytes) of the kernel's L1 panel of `slots` tiles, "
+                  "which outlives the program (passes/panel_reuse.py)"),
+        OpDef("panel_tile", "panel_tile", (2, 2), 1, ("slots", "event"), effects=True, npu_only=True,
+              doc="panel_tile(slot, miss) {slots, event}: the tile in slot `slot` of the L1 panel, filled by "
+                  "this program's panel_fill of the same event on a miss, by an earlier program's otherwise"),
         OpDef("store_tile", "store_tile", (4, None), 0, optional_attrs=("atomic",), effects=True, npu_only=True,
               doc="store_tile(ptr, strides.., valids.., value): writes the elements with every i_d < valid_d "
                   "(atomic = add|max|min: combines them into memory instead)"),
@@ -137,7 +144,7 @@ def _rows() -> list[OpDef]:
               doc="scatter_rows(ptr, row_offsets, valid_cols, value[, row_mask]): row i of value to "
                   "ptr + row_offsets[i], its first valid_cols elements, rows where row_mask (atomic = "
                   "add|max|min: combined into memory)"),
-        OpDef("for", "for", (3, None), None, regions=1, optional_attrs=("double_buffer", "stagger"),
+        OpDef("for", "for", (3, None), None, regions=1, optional_attrs=("double_buffer", "stagger", "panel"),
               doc="for iv in range(lb, ub, step) carrying iter values; region args (iv, iters...)"),
         OpDef("if", "if", (1, 1), None, regions=2, doc="if cond: then-region else else-region; both yield the results"),
         OpDef("while", "while", (0, None), None, regions=2,

@@ -118,6 +118,23 @@ def _check_types(op: Op) -> None:
             _fail(op, f"multiplies MxK by KxN into MxN, got {ins[0].type} x {ins[1].type} -> {res}")
         if len(ins) == 3 and ins[2].type != res:
             _fail(op, f"acc must have the result type {res}, got {ins[2].type}")
+    elif kind in ("panel_fill", "panel_tile"):
+        slot, miss = ins[:2]
+        if slot.type.is_block or not slot.type.is_int or str(miss.type) != "i1":
+            _fail(op, "takes an integer slot offset and an i1 miss flag first")
+        if op.attrs["slots"] < 1 or op.attrs["event"] not in range(4):
+            _fail(op, "needs a panel of at least one slot and an event 0..3")
+        if kind == "panel_tile" and (len(res.shape) != 2 if res.is_block else True):
+            _fail(op, "gives a 2-D tile")
+        if kind == "panel_fill":
+            shape = op.attrs["shape"]
+            ptr = ins[2]
+            if len(shape) != 2 or len(ins) not in (7, 8) or not ptr.type.is_ptr or ptr.type.is_block:
+                _fail(op, "loads a 2-D tile: a scalar pointer, 2 strides and 2 valid extents (and other)")
+            if any(v.type.is_block or not v.type.is_int for v in ins[3:7]):
+                _fail(op, "strides and valid extents must be integer scalars")
+            if len(ins) == 8 and ins[7].type.scalar != ptr.type.scalar.pointee:
+                _fail(op, f"other must be a {ptr.type.scalar.pointee} value")
     elif kind in ("load_tile", "store_tile"):
         ptr = ins[0]
         value = res if kind == "load_tile" else ins[-1].type

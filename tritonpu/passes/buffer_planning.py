@@ -17,6 +17,7 @@ import contextvars
 import copy
 
 from tritonpu.codegen.analysis import L1, ONCHIP, REUSE_LOADED, UB, Analysis
+from tritonpu.codegen.homes import panel_slot_bytes
 from tritonpu.errors import CompilationError
 from tritonpu.isa.machines import machine as get_machine
 from tritonpu.passes.manager import Pass, register
@@ -134,6 +135,30 @@ def plan(fn, machine="ascend910b", reuse: bool = True) -> tuple[Analysis, dict]:
             raise e from None
 
 
+def trial_peaks(fn) -> dict:
+    """The bytes each on-chip space needs for ``fn`` as it stands (``fn`` is planned: pass a copy),
+    judged as ``trial_plan`` does; raises CompilationError if it does not fit."""
+    if TRIAL_AFTER_CLEANUP.get():
+        from tritonpu.passes.dce import Cleanup
+        Cleanup().run(fn)
+    plan(fn, reuse=False)
+    return {space: fn.attrs.get("ub_peak" if space == UB else f"{space}_peak", 0) for space in ONCHIP}
+
+
+def _panels(groups) -> tuple[list, int]:
+    """(the groups of L1 panels' tiles, the bytes of the one region they share): the panels of a
+    kernel hold one operand at a time (passes/panel_reuse.py) and must outlive its programs, so
+    they get one region for the whole kernel, at L1 address 0 (where ``panel_fill`` writes)."""
+    out, size = [], 0
+    for g in groups:
+        for v in g.values:
+            if v.owner is not None and v.owner.name == "panel_tile":
+                out.append(g)
+                size = max(size, v.owner.attrs["slots"] * panel_slot_bytes(v.type))
+                break
+    return out, size
+
+
 def _plan(fn, machine):
     m = get_machine(machine)
     an = Analysis(fn)
@@ -141,6 +166,16 @@ def _plan(fn, machine):
     addr_of: dict = {}
     for space in ONCHIP:
         groups = [g for g in an.groups if g.home == space]
+        panels, region = _panels(groups) if space == L1 else ([], 0)
+        if panels:
+            groups = [g for g in groups if not any(g is p for p in panels)]
+            peak = _first_fit(groups, m.align[space], m.capacity[space] - region, space, addr_of) + region
+            for g in groups:
+                addr_of[id(g)] += region
+            for g in panels:
+                addr_of[id(g)] = 0
+            fn.attrs[f"{space}_peak"] = peak
+            continue
         peak = _first_fit(groups, m.align[space], m.capacity[space], space, addr_of)
         key = "ub_peak" if space == UB else f"{space}_peak"
         if space == UB or groups:

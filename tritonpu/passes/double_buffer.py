@@ -49,17 +49,20 @@ class DoubleBuffer(Pass):
         lp = LoopView(op, bool(fn.attrs.get("may_alias")))
         nexts = lp.next_computable()
         loads = lp.candidates(nexts)
-        if not loads:
+        # an L1 panel's fills (passes/panel_reuse.py) are prefetched like loads, each into the
+        # slot of its trip: nothing is carried, the trip's panel_tile reads the slot
+        fills = [o for o in lp.body.ops if o.name == "panel_fill" and lp.slice(o.operands, nexts) is not None]
+        if not loads and not fills:
             return
         from tritonpu.passes.buffer_planning import trial_plan
         region = op.parent
         saved = list(region.ops)
         reason = ""
-        most = stages_for(lp, loads)
+        most = stages_for(lp, loads, fills)
         if isinstance(fn.attrs.get("pipeline_stages"), int):      # a cap the IR text can set
             most = max(2, min(most, fn.attrs["pipeline_stages"]))
         for stages in range(most, 1, -1):
-            new_ops = self._rewrite(lp, loads, nexts, stages)
+            new_ops = self._rewrite(lp, loads, fills, nexts, stages)
             rest = new_ops[-1]
             replace_all_uses(fn, op.results, rest.results)
             i = region.ops.index(op)
@@ -75,7 +78,7 @@ class DoubleBuffer(Pass):
                 reason = str(e).split("error: ", 1)[-1].split(" at once")[0]
         op.attrs["double_buffer"] = f"off: {reason} with two buffers per load"
 
-    def _rewrite(self, lp: LoopView, loads: list, nexts: list, stages: int) -> list:
+    def _rewrite(self, lp: LoopView, loads: list, fills: list, nexts: list, stages: int) -> list:
         """The loop pipelined over ``stages`` buffers per load: loads run ``stages - 1`` trips
         ahead, the body is unrolled ``stages`` times (each trip's tiles in a buffer of their own,
         straight-line code), and the last ``stages - 1`` trips run after the loop, each if it exists."""
@@ -97,19 +100,26 @@ class DoubleBuffer(Pass):
         def exists(iv, into):
             return mk("cmp", [iv, ub], T.i1, into, pred="lt")
 
-        def load_at(iv, scal, ok, into):
-            """Clone the candidate loads at trip ``iv`` with the carried scalars ``scal`` (id of a
-            carried scalar -> its value at that trip); their first valid extent is 0 unless ``ok``."""
+        def load_at(iv, scal, ok, into, event):
+            """Clone the candidate loads and panel fills at trip ``iv`` with the carried scalars
+            ``scal`` (id of a carried scalar -> its value at that trip); their first valid extent is
+            0 unless ``ok``, a fill fills nothing unless ``ok`` (and sets its flag on ``event``)."""
             m = {id(lp.iv): iv, **scal}
-            ids = {id(ld) for ld in loads}
-            addr = lp.slice([v for ld in loads for v in ld.operands], nexts, ids)
+            ids = {id(ld) for ld in loads + fills}
+            addr = lp.slice([v for ld in loads + fills for v in ld.operands], nexts, ids)
             order = {id(o): k for k, o in enumerate(lp.body.ops)}
             cloned = {}
-            for o in sorted({id(o): o for o in addr + loads}.values(), key=lambda o: order[id(o)]):
+            for o in sorted({id(o): o for o in addr + loads + fills}.values(), key=lambda o: order[id(o)]):
                 if id(o) not in ids:
                     into.append(clone_op(o, m))
                     continue
                 n = clone_op(o, m)
+                if o.name == "panel_fill":
+                    # a trip that does not exist has no slot: nothing is filled
+                    n.operands[1] = mk("and", [ok, n.operands[1]], T.i1, into)
+                    n.attrs["event"] = event
+                    into.append(n)
+                    continue
                 # a trip that does not exist reads nothing: its last valid extent is 0; the others
                 # are full, so no fill is needed either (the tile is all pad and never used)
                 for k, full in load_extents(o):
@@ -130,11 +140,16 @@ class DoubleBuffer(Pass):
         def scal_of(iters_vals):
             return {id(a): v for a, v in zip(lp.iters, iters_vals) if any(a is n for n in nexts)}
 
-        def run_trip(iv, iters_vals, tiles, into):
-            """Clone the body for trip ``iv`` on ``tiles``; the trip's yielded values."""
+        def run_trip(iv, iters_vals, tiles, into, event):
+            """Clone the body for trip ``iv`` on ``tiles`` (its panel tiles filled on ``event``);
+            the trip's yielded values."""
             m = {id(lp.iv): iv, **{id(a): v for a, v in zip(lp.iters, iters_vals)},
                  **{id(ld.result): x for ld, x in zip(loads, tiles)}}
-            clone(lp.body.ops[:-1], m, into, {id(ld) for ld in loads})
+            start = len(into)
+            clone(lp.body.ops[:-1], m, into, {id(ld) for ld in loads} | {id(f) for f in fills})
+            for o in into[start:]:
+                if o.name in ("panel_tile", "panel_fill"):     # (a fill not prefetched: in its trip)
+                    o.attrs["event"] = event
             return [m.get(id(y), y) for y in lp.term.operands]
 
         # prologue: trips lb .. lb + (ahead - 1) * step, each in a buffer of its own (carried)
@@ -144,7 +159,7 @@ class DoubleBuffer(Pass):
             if j:
                 scal = next_scal(iv_j, scal, out)
                 iv_j = mk("add", [iv_j, step], iv_j.type, out)
-            first.append(load_at(iv_j, scal, exists(iv_j, out), out))
+            first.append(load_at(iv_j, scal, exists(iv_j, out), out, j))
         span = mk("mul", [step, const(stages, out)], step.type, out)
         lead = step if ahead == 1 else mk("mul", [step, const(ahead, out)], step.type, out)
         last = mk("sub", [ub, lead], ub.type, out)
@@ -170,8 +185,8 @@ class DoubleBuffer(Pass):
             a_scal = scal_of(cur)
             for k in range(j, j + ahead):
                 a_scal = next_scal(trip_iv(k), a_scal, body)
-            fresh.append(load_at(a_iv, a_scal, ok, body))
-            cur = run_trip(trip_iv(j), cur, carried[j] if j < ahead else fresh[j - ahead], body)
+            fresh.append(load_at(a_iv, a_scal, ok, body, (j + ahead) % stages))
+            cur = run_trip(trip_iv(j), cur, carried[j] if j < ahead else fresh[j - ahead], body, j)
         body.append(Op("yield", cur + [x for f in fresh[stages - ahead:] for x in f], [], loc=loc))
         new_region = Region([iv] + iters + [x for c in carried for x in c], body)
         for o in body:
@@ -193,7 +208,7 @@ class DoubleBuffer(Pass):
             if j:
                 iv_r = mk("add", [iv_r, step], iv_r.type, out)
             then: list = []
-            ys = run_trip(iv_r, xs, tiles, then)
+            ys = run_trip(iv_r, xs, tiles, then, j)
             then.append(Op("yield", ys, [], loc=loc))
             regions = [Region([], then), Region([], [Op("yield", xs, [], loc=loc)])]
             for r in regions:
@@ -210,7 +225,7 @@ class DoubleBuffer(Pass):
 MAX_STAGES = 4
 
 
-def stages_for(lp: "LoopView", loads: list) -> int:
+def stages_for(lp: "LoopView", loads: list, fills=()) -> int:
     """How many buffers per load hide MTE2's latency: one trip's work (the busiest of its loads at
     the L2 rate, its dots on the cube, its block ops on the vector unit, estimated from the
     shapes) against the latency of a GM read -- 2 when a trip outlasts it or the loop stores, up to
@@ -218,7 +233,9 @@ def stages_for(lp: "LoopView", loads: list) -> int:
     from tritonpu.codegen.analysis import tile_bytes
     from tritonpu.isa.machines import machine
     m = machine("ascend910b")
-    mte2 = sum(tile_bytes(ld.result.type) for ld in loads) / m.l2_bytes_per_cycle
+    mte2 = (sum(tile_bytes(ld.result.type) for ld in loads) +
+            sum(math.prod(f.attrs["shape"]) * f.operands[2].type.scalar.pointee.bits // 8 for f in fills)) \
+        / m.l2_bytes_per_cycle
     cube = vector = 0
     ops = [x for o in lp.body.ops for x in o.walk()]
     if any(o.name in ("for", "while") for o in ops):

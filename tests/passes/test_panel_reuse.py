@@ -1,0 +1,244 @@
+"""L1 panel reuse across a core's programs (tritonpu/passes/panel_reuse.py).
+
+* the IR the pass makes: which loads become panels, the versions of the K loop, the state the
+  program loop carries, the trip count decided from the launch's arguments (a guard) or checked at
+  run time (IR text without them);
+* what it leaves alone: a kernel that writes the operand's argument, a launch whose arrays share
+  memory, a K loop longer than L1 holds (and the guard that compiles again for a shorter one);
+* end to end, sanitizer on: blocked matmuls and Triton's tutorial matmul (grouped order, wrapped
+  offsets, masked K) against numpy and bitwise against the pass switched off, for several shapes,
+  block sizes and core counts;
+* what it saves: the exact GM -> L1 bytes of a launch whose cores each run one column of blocks.
+"""
+import re
+
+import numpy as np
+import pytest
+
+import tritonpu
+import tritonpu.language as tl
+from tritonpu.ir import parse_function, print_function, verify
+from tritonpu.passes import PassManager
+from tritonpu.testing import filecheck
+
+
+@tritonpu.jit
+def blocked_matmul(a_ptr, b_ptr, c_ptr, K, stride_am, stride_bk, stride_cm,
+                   BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GRID_N: tl.constexpr):
+    pid = tl.program_id(0)
+    pid_m = pid // GRID_N
+    pid_n = pid % GRID_N
+    rm = pid_m * BM + tl.arange(0, BM)
+    rn = pid_n * BN + tl.arange(0, BN)
+    rk = tl.arange(0, BK)
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k in range(0, K, BK):
+        a = tl.load(a_ptr + rm[:, None] * stride_am + (k + rk)[None, :])
+        b = tl.load(b_ptr + (k + rk)[:, None] * stride_bk + rn[None, :])
+        acc += tl.dot(a, b)
+    tl.store(c_ptr + rm[:, None] * stride_cm + rn[None, :], acc)
+
+
+@tritonpu.jit
+def tutorial_matmul(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
+                    BLOCK_SIZE_M: tl.constexpr, BLOCK_SIZE_N: tl.constexpr, BLOCK_SIZE_K: tl.constexpr,
+                    GROUP_SIZE_M: tl.constexpr):
+    pid = tl.program_id(axis=0)
+    num_pid_m = tl.cdiv(M, BLOCK_SIZE_M)
+    num_pid_n = tl.cdiv(N, BLOCK_SIZE_N)
+    num_pid_in_group = GROUP_SIZE_M * num_pid_n
+    group_id = pid // num_pid_in_group
+    first_pid_m = group_id * GROUP_SIZE_M
+    group_size_m = min(num_pid_m - first_pid_m, GROUP_SIZE_M)
+    pid_m = first_pid_m + ((pid % num_pid_in_group) % group_size_m)
+    pid_n = (pid % num_pid_in_group) // group_size_m
+    offs_am = (pid_m * BLOCK_SIZE_M + tl.arange(0, BLOCK_SIZE_M)) % M
+    offs_bn = (pid_n * BLOCK_SIZE_N + tl.arange(0, BLOCK_SIZE_N)) % N
+    offs_k = tl.arange(0, BLOCK_SIZE_K)
+    a_ptrs = a_ptr + (offs_am[:, None] * stride_am + offs_k[None, :] * stride_ak)
+    b_ptrs = b_ptr + (offs_k[:, None] * stride_bk + offs_bn[None, :] * stride_bn)
+    accumulator = tl.zeros((BLOCK_SIZE_M, BLOCK_SIZE_N), dtype=tl.float32)
+    for k in range(0, tl.cdiv(K, BLOCK_SIZE_K)):
+        a = tl.load(a_ptrs, mask=offs_k[None, :] < K - k * BLOCK_SIZE_K, other=0.0)
+        b = tl.load(b_ptrs, mask=offs_k[:, None] < K - k * BLOCK_SIZE_K, other=0.0)
+        accumulator = tl.dot(a, b, accumulator)
+        a_ptrs += BLOCK_SIZE_K * stride_ak
+        b_ptrs += BLOCK_SIZE_K * stride_bk
+    c = accumulator.to(tl.float16)
+    offs_cm = pid_m * BLOCK_SIZE_M + tl.arange(0, BLOCK_SIZE_M)
+    offs_cn = pid_n * BLOCK_SIZE_N + tl.arange(0, BLOCK_SIZE_N)
+    c_ptrs = c_ptr + stride_cm * offs_cm[:, None] + stride_cn * offs_cn[None, :]
+    c_mask = (offs_cm[:, None] < M) & (offs_cn[None, :] < N)
+    tl.store(c_ptrs, c, mask=c_mask)
+
+
+def _inputs(M, N, K, seed=0):
+    rng = np.random.default_rng(seed)
+    a = (rng.random((M, K)) - 0.5).astype(np.float16)
+    b = (rng.random((K, N)) - 0.5).astype(np.float16)
+    return a, b, a.astype(np.float32) @ b.astype(np.float32)
+
+
+def _blocked(a, b, BM, BN, BK, cores=None, off=False, sanitize=True, c=None):
+    (M, K), N = a.shape, b.shape[1]
+    c = np.zeros((M, N), np.float32) if c is None else c
+    opts = {"disable_passes": ("panel-reuse",)} if off else {}
+    h = blocked_matmul[(M // BM * (N // BN),)](a, b, c, K, K, N, N, BM=BM, BN=BN, BK=BK, GRID_N=N // BN,
+                                               cores=cores, sanitize=sanitize, **opts)
+    return c, h
+
+
+def _tutorial(a, b, BM, BN, BK, cores=None, off=False):
+    (M, K), N = a.shape, b.shape[1]
+    c = np.zeros((M, N), np.float16)
+    opts = {"disable_passes": ("panel-reuse",)} if off else {}
+    grid = (triton_cdiv(M, BM) * triton_cdiv(N, BN),)
+    h = tutorial_matmul[grid](a, b, c, M, N, K, K, 1, N, 1, N, 1, BLOCK_SIZE_M=BM, BLOCK_SIZE_N=BN,
+                              BLOCK_SIZE_K=BK, GROUP_SIZE_M=8, cores=cores, sanitize=True, **opts)
+    return c, h
+
+
+def triton_cdiv(a, b):
+    return -(-a // b)
+
+
+# =============================================================================================
+# the IR
+# =============================================================================================
+
+def test_both_operands_become_panels_with_the_trip_count_the_launch_gives():
+    a, b, _ = _inputs(256, 256, 256)
+    _, h = _blocked(a, b, 64, 64, 32, cores=4)
+    ir = h.asm["panel-reuse"]
+    # P carries the panel's state: which operand it holds and each operand's tag
+    filecheck(ir, """
+        CHECK: = for %0, %3, %1,
+        CHECK: set_program %pid
+        CHECK: panel = "8 slots"
+        CHECK: panel_fill
+        CHECK-NEXT: panel_tile
+        CHECK: dot
+        CHECK: panel = "8 slots"
+        CHECK: panel_fill
+        CHECK-NEXT: panel_tile
+        CHECK: dot
+        CHECK: yield
+    """)
+    assert len(re.findall(r"panel_fill .*\{event = 0, shape = \[64, 32\], slots = 8\}", ir)) == 1
+    assert len(re.findall(r"panel_fill .*\{event = 0, shape = \[32, 64\], slots = 8\}", ir)) == 1
+    # the trip count came from K: no compare against the slots at run time
+    assert 'pred = "le"' not in ir
+    # after double buffering the fills run one trip ahead, on an event per buffer
+    db = h.asm["double-buffer"]
+    assert re.search(r"panel_fill .*event = 1", db) and re.search(r"panel_tile .*event = 1", db)
+
+
+def test_without_the_launch_arguments_the_trip_count_is_checked_at_run_time():
+    a, b, _ = _inputs(256, 256, 256)
+    _, h = _blocked(a, b, 64, 64, 32, cores=4)
+    fn = parse_function(h.asm["stagger"])          # what the pass gets, as `tritonpu opt` would
+    PassManager(["panel-reuse"]).run(fn)
+    verify(fn)
+    out = print_function(fn)
+    slots = [int(n) for n in re.findall(r'panel = "(\d+) slots"', out)]
+    assert len(slots) == 2 and min(slots) >= 8
+    for n in set(slots):
+        assert re.search(rf"%\w+ = constant \{{value = {n}\}} : i32", out)
+    assert out.count('{pred = "le"}') >= 2
+
+
+def test_an_operand_whose_argument_the_kernel_writes_gets_no_panel():
+    @tritonpu.jit
+    def writes_a(a_ptr, b_ptr, c_ptr, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+        pid = tl.program_id(0)
+        rm = pid * BM + tl.arange(0, BM)
+        rn = tl.arange(0, BN)
+        rk = tl.arange(0, BK)
+        acc = tl.zeros((BM, BN), dtype=tl.float32)
+        for k in range(0, K, BK):
+            a = tl.load(a_ptr + rm[:, None] * K + (k + rk)[None, :])
+            b = tl.load(b_ptr + (k + rk)[:, None] * BN + rn[None, :])
+            acc += tl.dot(a, b)
+        tl.store(c_ptr + rm[:, None] * BN + rn[None, :], acc)
+        tl.store(a_ptr + rm[:, None] * K + rk[None, :], tl.zeros((BM, BK), dtype=tl.float16))
+
+    a, b, _ = _inputs(128, 64, 128)
+    c = np.zeros((128, 64), np.float32)
+    h = writes_a[(4,)](a, b, c, 128, BM=32, BN=64, BK=32, cores=2, sanitize=False)
+    ir = h.asm["panel-reuse"]
+    # A (32 x 32 tiles) is written by the kernel: only B (32 x 64) is kept
+    assert "shape = [32, 32]" not in ir and "shape = [32, 64]" in ir
+
+
+def test_a_launch_whose_arrays_share_memory_gets_no_panel():
+    a, b, _ = _inputs(128, 128, 128)
+    buf = np.zeros(128 * 128 * 2, np.float32)
+    a_view = buf.view(np.float16)[:128 * 128].reshape(128, 128)
+    a_view[...] = a
+    c = buf[:128 * 128].reshape(128, 128)           # C overlaps A
+    _, h = _blocked(a_view, b, 32, 32, 32, cores=2, sanitize=False, c=c)
+    assert "panel_fill" not in h.asm["panel-reuse"]
+
+
+def test_a_k_loop_longer_than_l1_holds_gets_no_panel_and_a_shorter_one_compiles_again():
+    # A's panel would be 128 x 4096 fp16 = 1 MiB, B's 4096 x 64 = 512 KiB: neither fits beside the
+    # double buffers
+    a, b, ref = _inputs(256, 128, 4096, seed=1)
+    c, h = _blocked(a, b, 128, 64, 64, cores=2)
+    assert "panel_fill" not in h.asm["panel-reuse"]
+    np.testing.assert_allclose(c, ref, atol=2e-2, rtol=1e-2)
+    a2, b2, ref2 = _inputs(256, 128, 512, seed=2)
+    c2, h2 = _blocked(a2, b2, 128, 64, 64, cores=2)
+    assert "panel_fill" in h2.asm["panel-reuse"]
+    np.testing.assert_allclose(c2, ref2, atol=1e-2, rtol=1e-3)
+
+
+# =============================================================================================
+# end to end
+# =============================================================================================
+
+@pytest.mark.parametrize("M,N,K,BM,BN,BK,cores", [
+    (256, 256, 256, 64, 64, 32, 4),        # cores run columns of blocks: B is kept
+    (256, 256, 256, 64, 64, 32, 3),        # no core runs one column: hits only by chance
+    (128, 512, 128, 32, 64, 32, 2),        # rows: A is kept
+    (256, 128, 192, 64, 32, 64, 1),        # one core runs every program
+    (512, 256, 64, 128, 128, 32, 24),      # fewer programs than cores: no next program
+])
+def test_blocked_matmul_is_right_and_bitwise_unchanged(M, N, K, BM, BN, BK, cores):
+    a, b, ref = _inputs(M, N, K)
+    c, h = _blocked(a, b, BM, BN, BK, cores=cores)
+    assert "panel_fill" in h.asm["panel-reuse"]
+    np.testing.assert_allclose(c, ref, atol=1e-2, rtol=1e-3)
+    c_off, _ = _blocked(a, b, BM, BN, BK, cores=cores, off=True)
+    assert c.tobytes() == c_off.tobytes()
+
+
+@pytest.mark.parametrize("M,N,K,BM,BN,BK,cores", [
+    (512, 512, 512, 64, 128, 32, 4),       # grouped order: a core's programs share rows of A
+    (320, 192, 200, 64, 64, 32, 3),        # wrapped edges and a masked last K block
+    (256, 256, 96, 32, 64, 32, 5),
+])
+def test_tutorial_matmul_is_right_and_bitwise_unchanged(M, N, K, BM, BN, BK, cores):
+    a, b, ref = _inputs(M, N, K)
+    c, h = _tutorial(a, b, BM, BN, BK, cores=cores)
+    assert "panel_fill" in h.asm["panel-reuse"]
+    np.testing.assert_allclose(c.astype(np.float32), ref, atol=2e-2, rtol=1e-2)
+    c_off, _ = _tutorial(a, b, BM, BN, BK, cores=cores, off=True)
+    assert c.tobytes() == c_off.tobytes()
+
+
+def test_cores_running_one_column_each_load_its_b_panel_once():
+    # 4 x 4 programs, pid_n = pid % 4, on 4 cores: core c runs pid c, c + 4, c + 8, c + 12, all in
+    # column c -- B's 256 x 64 panel is loaded once per core, A's blocks once per program
+    M = N = K = 256
+    BM = BN = 64
+    BK = 32
+    a, b, ref = _inputs(M, N, K)
+    c, h = _blocked(a, b, BM, BN, BK, cores=4)
+    np.testing.assert_allclose(c, ref, atol=1e-2, rtol=1e-3)
+    programs = (M // BM) * (N // BN)
+    a_bytes = programs * BM * K * 2
+    assert h.stats.bytes_by_path["gm->l1"] == a_bytes + 4 * K * BN * 2
+    _, off = _blocked(a, b, BM, BN, BK, cores=4, off=True)
+    assert off.stats.bytes_by_path["gm->l1"] == a_bytes + programs * K * BN * 2
+    assert h.stats.cycles < off.stats.cycles

@@ -1,0 +1,447 @@
+"""Panel reuse: a dot operand's tiles for a whole K loop stay in L1 for the core's next program.
+
+A core runs its grid programs one after another (the persistent loop).  In a blocked matmul the
+programs a core runs often share one operand -- the same rows of A (Triton's grouped order) or
+the same columns of B (``pid_m = pid // n, pid_n = pid % n`` with ``n`` dividing the core count) --
+and each loads it again, tile by tile, from GM.  This pass keeps the tiles of one such operand in
+an L1 *panel* (one slot per trip of the K loop) and lets the next program skip their loads when it
+would load the same ones.
+
+Guarantees.  In a persistent kernel whose launch passed no arrays sharing memory (no
+``may_alias``), take the first ``for`` loop F inside the program loop P -- reached through
+``if``s only, positive step, not yet pipelined or staggered -- that has *candidate* loads: a
+``load_tile`` at the top of F's body of a 2-D tile with contiguous rows, every row valid and a
+constant fill, whose only use is a ``dot`` operand, from a kernel argument nothing in the kernel
+writes, at an address computed by pure ops from F's induction variable, carried scalars that
+advance the same way every trip, and values from outside F.  Of those outside values, the ones a
+program computes (from its id, by pure scalar ops: its *tag*, with F's bounds) must be integers.
+Two programs with equal tags then load equal tiles at every trip (nothing writes the argument).
+At most two candidates (A and B) are kept, each with a panel of ``slots`` tiles: when the launch's
+scalar arguments give F's trip count, exactly that many (a guard, as Triton specializes on
+arguments), else as many as L1 has room for beside the kernel's other tiles with four buffers per
+load of F; a candidate whose panel would not hold F's trips is dropped.
+
+F is replaced by ``if use_A { F_A } else if use_B { F_B } else { F }``, where F_X is F with X's
+load turned into ``panel_load(slot, miss_X, ...)`` -- trip t's tile in slot t -- and P carries
+which operand the panel holds and its tag.  ``hit_X``: the panel holds X with this program's tag;
+``miss_X = not hit_X``.  ``use_X``: F's trips fit X's panel and either ``hit_X``, or no hit of the
+other candidate and the core's next program (``pid + num_programs``, evaluated on the same pure
+ops with divisions by zero made harmless) computes the same tag for X.  The prediction only picks
+a version; every version computes exactly what F did (results bitwise unchanged): F_X on a miss
+loads every tile into the panel, on a hit it reads the tiles the panel holds, loaded by an earlier
+program of this core from the same addresses.  The panel is one L1 region for the whole kernel
+(buffer planning puts it first), so nothing else is placed over it between programs.
+"""
+from __future__ import annotations
+
+import copy
+
+from tritonpu.codegen.homes import const_value, panel_slot_bytes, tile_bytes
+from tritonpu.ir import Function, Op, Value
+from tritonpu.ir import types as T
+from tritonpu.passes.manager import Pass, register
+from tritonpu.passes.rewrite import LoopView, clone_op, positive_step, root, written_by
+from tritonpu.passes.specialize import decide, launch_value
+
+MAX_CANDIDATES = 2          # the panel holds one operand at a time; a dot has two
+
+
+class _Cand:
+    """One candidate load: its tag (values per program), the ops computing the tag from the
+    program id, the panel's slots, and the carried state (region arguments of P) it gets."""
+
+    def __init__(self, ld: Op, leaves: list, chain: list):
+        self.ld, self.leaves, self.chain = ld, leaves, chain
+        self.slots = 0
+        self.fits = None            # i1 value: F's trips fit the panel (None: known to fit)
+        self.held: list = []        # P's region arguments: the tag the panel holds for this load
+
+
+def _program_loop(fn: Function):
+    op = next((o for o in fn.body.ops if o.name == "for"), None)
+    if op is None or not op.regions[0].ops or op.regions[0].ops[0].name != "set_program":
+        return None
+    return op
+
+
+def _loops(region, path):
+    """(for op, [(if op, region) on the way]) in program order, through ``if``s only."""
+    for op in region.ops:
+        if op.name == "for":
+            yield op, path
+        elif op.name == "if":
+            for r in op.regions:
+                yield from _loops(r, path + [(op, r)])
+
+
+def _users(fn: Function) -> dict:
+    out: dict = {}
+    for o in fn.walk():
+        for i, v in enumerate(o.operands):
+            out.setdefault(id(v), []).append((o, i))
+    return out
+
+
+@register
+class PanelReuse(Pass):
+    name = "panel-reuse"
+
+    def run(self, fn: Function) -> None:
+        if not fn.attrs.get("persistent") or fn.attrs.get("may_alias"):
+            return
+        P = _program_loop(fn)
+        written = written_by(fn.body.ops)
+        if P is None or None in written:
+            return
+        users = _users(fn)
+        for F, path in _loops(P.regions[0], []):
+            if F.attrs.get("stagger") or F.attrs.get("double_buffer") or not positive_step(F.operands[2]):
+                continue
+            cands = self._candidates(fn, P, F, users, written)
+            if cands:
+                cands = self._size(fn, F, cands)
+            if cands:
+                self._rewrite(fn, P, F, path, cands[:MAX_CANDIDATES])
+                return
+
+    # ---- what can be kept -----------------------------------------------------------------------
+    def _candidates(self, fn, P, F, users, written) -> list:
+        lv = LoopView(F)
+        nexts = lv.next_computable()
+        in_f = {id(o) for o in F.walk()}
+        in_p = {id(o) for o in P.walk() if id(o) not in in_f and o is not P}
+        pid = P.regions[0].args[0]
+        out = []
+        for ld in lv.body.ops:
+            if ld.name != "load_tile" or len(ld.result.type.shape) != 2:
+                continue
+            rows = ld.result.type.shape[0]
+            ops = ld.operands
+            if const_value(ops[2]) != 1 or const_value(ops[3]) != rows or \
+                    (len(ops) > 5 and const_value(ops[5]) is None):
+                continue
+            us = users.get(id(ld.result), [])
+            if len(us) != 1 or us[0][0].name != "dot" or us[0][1] > 1 or us[0][0].parent is not lv.body:
+                continue
+            arg = root(ops[0])
+            if arg is None or id(arg) in written:
+                continue
+            outside = self._outside(F, lv, nexts, ld)
+            if outside is None:
+                continue
+            leaves: list = []
+            if not all(self._leaves(fn, v, in_p, pid, leaves) for v in outside):
+                continue
+            uniq = list({id(v): v for v in leaves}.values())
+            chain = self._chain(P, uniq, in_p, pid)
+            if chain is None:
+                continue
+            out.append(_Cand(ld, [v for v in uniq if v is not pid] + ([pid] if any(v is pid for v in uniq) else []),
+                             chain))
+        return out
+
+    @staticmethod
+    def _outside(F, lv, nexts, ld):
+        """Values from outside F that ``ld``'s tiles depend on (with F's bounds and the initial
+        values of the carried scalars its address advances with), or None."""
+        out, seen, work = list(F.operands[:3]), set(), list(ld.operands)
+        while work:
+            v = work.pop()
+            if id(v) in seen:
+                continue
+            seen.add(id(v))
+            o = lv.defs.get(id(v))
+            if o is not None:
+                if o.regions or o.opdef.effects or o.opdef.terminator:
+                    return None
+                work.extend(o.operands)
+            elif v is lv.iv:
+                continue
+            elif any(v is a for a in lv.iters):
+                if not any(v is n for n in nexts):
+                    return None
+                k = next(i for i, a in enumerate(lv.iters) if a is v)
+                work.append(lv.term.operands[k])
+                out.append(F.operands[3 + k])
+            else:
+                out.append(v)
+        return out
+
+    @staticmethod
+    def _leaves(fn, v, in_p, pid, acc) -> bool:
+        """Collect the per-program integer values ``v`` is made of into ``acc`` (the program id, or
+        integers computed in P; other values computed in P count by what they are made of); False if
+        one cannot be followed (a block, an op with effects or regions, an unknown region argument)."""
+        if v is pid:
+            acc.append(v)
+            return True
+        o = v.owner
+        if o is None:
+            return any(v is a for a in fn.args)
+        if id(o) not in in_p or o.name == "constant":
+            return True                                 # the same for every program
+        if v.type.is_block:
+            return False
+        if v.type.is_int and not v.type.is_ptr:
+            if _from_pid(v, in_p, pid):
+                acc.append(v)
+            return True
+        return not (o.regions or o.opdef.effects) and \
+            all(PanelReuse._leaves(fn, x, in_p, pid, acc) for x in o.operands)
+
+    @staticmethod
+    def _chain(P, leaves, in_p, pid):
+        """The ops of P computing ``leaves`` from the program id (pure, no regions), in order."""
+        need, stack = set(), list(leaves)
+        while stack:
+            x = stack.pop()
+            o = x.owner
+            if x is pid or o is None or id(o) not in in_p:
+                continue
+            if id(o) in need:
+                continue
+            if o.regions or o.opdef.effects or o.opdef.terminator or o.name in ("program_id", "num_programs"):
+                return None
+            need.add(id(o))
+            stack.extend(o.operands)
+        return [o for o in P.walk() if id(o) in need]
+
+    # ---- how many slots ---------------------------------------------------------------------------
+    def _size(self, fn, F, cands) -> list:
+        """Give each candidate its slots; drop those whose panel cannot hold F's trips."""
+        from tritonpu.errors import CompilationError
+        from tritonpu.isa.machines import machine
+        from tritonpu.passes.buffer_planning import trial_peaks
+        from tritonpu.passes.double_buffer import MAX_STAGES
+        try:
+            peak = trial_peaks(copy.deepcopy(fn)).get("l1", 0)
+        except CompilationError:
+            return []
+        loads = sum(tile_bytes(o.result.type) for o in F.regions[0].ops
+                    if o.name == "load_tile" and len(o.result.type.shape) == 2)
+        budget = machine("ascend910b").capacity["l1"] - peak - (MAX_STAGES - 1) * loads
+        lb, ub, step = F.operands[:3]
+        kept = []
+        for c in cands:
+            each = panel_slot_bytes(c.ld.result.type)
+            most = budget // each
+            if most < 2:
+                continue
+            ops: list = []
+            trips = _trips(lb, ub, step, ops, F.loc)
+            n = launch_value(fn, ops, trips)
+            slots = int(n) if n is not None and 0 < n <= most else most
+            fits = _mk("cmp", [trips, _mk("constant", [], trips.type, ops, F.loc, value=slots)], T.i1, ops, F.loc,
+                       pred="le")
+            known = decide(fn, ops, fits)
+            if known is False:
+                continue
+            c.slots = slots
+            c.fits_ops, c.fits = ([], None) if known else (ops, fits)
+            kept.append(c)
+        return kept
+
+    # ---- the rewrite -----------------------------------------------------------------------------
+    def _rewrite(self, fn, P, F, path, cands) -> None:
+        loc = F.loc
+        body = P.regions[0]
+        pid = body.args[0]
+        # P carries the panel's state: which candidate it holds (0: none, k + 1) and each one's tag
+        init_ops: list = []
+        hold = self._carry(P, T.i32, _mk("constant", [], T.i32, init_ops, loc, value=0))
+        for c in cands:
+            c.held = [self._carry(P, v.type, _mk("constant", [], v.type, init_ops, loc,
+                                                 value=False if str(v.type) == "i1" else 0)) for v in c.leaves]
+        at = fn.body.ops.index(P)
+        fn.body.ops[at:at] = init_ops
+        for o in init_ops:
+            o.parent = fn.body
+        # at F: this program's hits and the prediction for the core's next program
+        pre: list = []
+
+        def mk(name, operands, ty, **attrs):
+            return _mk(name, operands, ty, pre, loc, **attrs)
+
+        true = mk("constant", [], T.i1, value=True)
+
+        def all_of(conds):
+            out = true
+            for x in conds:
+                out = x if out is true else mk("and", [out, x], T.i1)
+            return out
+
+        def not_(x):
+            return mk("xor", [x, true], T.i1)
+
+        npid = mk("add", [pid, P.operands[2]], pid.type)
+        has_next = mk("cmp", [npid, P.operands[1]], T.i1, pred="lt")
+        for k, c in enumerate(cands):
+            pre.extend(c.fits_ops)
+            c.hit = mk("and", [mk("cmp", [hold, mk("constant", [], T.i32, value=k + 1)], T.i1, pred="eq"),
+                               all_of(mk("cmp", [v, h], T.i1, pred="eq") for v, h in zip(c.leaves, c.held))], T.i1)
+            nxt = _next_values(c.chain, c.leaves, pid, npid, pre, loc)
+            c.next = mk("and", [has_next, all_of(mk("cmp", [n, v], T.i1, pred="eq")
+                                                 for n, v in zip(nxt, c.leaves))], T.i1)
+        # use_0 = fits_0 and (hit_0 or (no hit of the other and next_0));
+        # use_1 = fits_1 and not use_0 and (hit_1 or next_1)
+        uses = []
+        for k, c in enumerate(cands):
+            alt = c.next
+            if k == 0 and len(cands) > 1:
+                o = cands[1]
+                other_hit = o.hit if o.fits is None else mk("and", [o.fits, o.hit], T.i1)
+                alt = mk("and", [not_(other_hit), alt], T.i1)
+            use = mk("or", [c.hit, alt], T.i1)
+            if c.fits is not None:
+                use = mk("and", [c.fits, use], T.i1)
+            if uses:
+                use = mk("and", [use, not_(uses[0])], T.i1)
+            uses.append(use)
+            c.miss = not_(c.hit)
+        # the versions; each yields F's results and the state after it
+        state_in = [hold] + [h for c in cands for h in c.held]
+
+        def state_after(k):
+            out = [mk_const(k + 1)]
+            for j, c in enumerate(cands):
+                out += c.leaves if j == k else c.held
+            return out
+
+        def mk_const(v):
+            return mk("constant", [], T.i32, value=v)
+
+        outs = [state_after(k) for k in range(len(cands))]
+        region = F.parent
+        i = region.ops.index(F)
+        region.ops[i:i] = pre
+        for o in pre:
+            o.parent = region
+        types = [r.type for r in F.results] + [v.type for v in state_in]
+        results_of_f = list(F.results)
+        inner, inner_yield = F, list(F.results) + state_in
+        for k in reversed(range(len(cands))):
+            fx, inits = self._panel_version(F, cands[k])
+            then = inits + [fx, Op("yield", list(fx.results) + outs[k], [], loc=loc)]
+            other = [inner, Op("yield", inner_yield, [], loc=loc)]
+            inner = Op("if", [uses[k]], types, regions=[_region(then), _region(other)], loc=loc)
+            inner_yield = list(inner.results)
+        top = inner
+        region.ops[i + len(pre)] = top
+        top.parent = region
+        for r, old in zip(top.results, results_of_f):
+            r.name = old.name
+        mapping = {id(a): b for a, b in zip(results_of_f, top.results)}
+        inside = {id(o) for o in top.walk()}
+        for o in fn.walk():
+            if id(o) not in inside:
+                o.operands = [mapping.get(id(v), v) for v in o.operands]
+        state = list(top.results[len(results_of_f):])
+        # thread the state out through the ifs around F, to P's yield
+        for if_op, r in reversed(path):
+            base = len(if_op.results)
+            for v in state:
+                if_op.results.append(Value(v.type, None, owner=if_op, index=len(if_op.results)))
+            for reg in if_op.regions:
+                reg.terminator.operands.extend(state if reg is r else state_in)
+            state = if_op.results[base:]
+        body.terminator.operands.extend(state)
+
+    @staticmethod
+    def _carry(P, ty, init) -> Value:
+        """A new value P carries (initial value ``init``); its region argument."""
+        arg = Value(ty, None)
+        P.regions[0].args.append(arg)
+        P.operands.append(init)
+        P.results.append(Value(ty, None, owner=P, index=len(P.results)))
+        return arg
+
+    @staticmethod
+    def _panel_version(F, c) -> tuple[Op, list]:
+        """F with ``c``'s load into the panel: trip t's tile in slot t, read only on a miss; and
+        copies of the splats F starts from (an accumulator's zeros: each loop its own, so that
+        each can start in L0C, not from a block in UB they share)."""
+        mapping: dict = {}
+        inits = []
+        for v in F.operands[3:]:
+            o = v.owner
+            if o is not None and o.name == "splat" and id(v) not in mapping:
+                inits.append(clone_op(o, mapping))
+        fx = clone_op(F, mapping)
+        fx.attrs["panel"] = f"{c.slots} slots"
+        body = fx.regions[0]
+        ld = mapping[id(c.ld.result)].owner
+        lb, _, step = F.operands[:3]
+        iv = body.args[0]
+        each = panel_slot_bytes(c.ld.result.type)
+        ops: list = []
+        trip = _mk("div", [_mk("sub", [iv, lb], iv.type, ops, ld.loc), step], iv.type, ops, ld.loc)
+        slot = _mk("mul", [trip, _mk("constant", [], iv.type, ops, ld.loc, value=each)], iv.type, ops, ld.loc)
+        fill = Op("panel_fill", [slot, c.miss] + list(ld.operands), [],
+                  {"slots": c.slots, "event": 0, "shape": list(ld.result.type.shape)}, loc=ld.loc)
+        tile = Op("panel_tile", [slot, c.miss], [ld.result.type], {"slots": c.slots, "event": 0}, loc=ld.loc)
+        tile.result.name = ld.result.name
+        ops += [fill, tile]
+        at = body.ops.index(ld)
+        body.ops[at:at + 1] = ops
+        for o in ops:
+            o.parent = body
+        for o in fx.walk():
+            o.operands = [tile.result if v is ld.result else v for v in o.operands]
+        return fx, inits
+
+
+def _from_pid(v, in_p, pid) -> bool:
+    """Whether the program computes ``v`` from its id (or from something not known to be the same
+    for every program: an op with effects or regions); False for values made of constants and
+    arguments only, wherever computed."""
+    stack, seen = [v], set()
+    while stack:
+        x = stack.pop()
+        if x is pid:
+            return True
+        o = x.owner
+        if o is None or id(o) not in in_p or id(o) in seen:
+            continue
+        if o.regions or o.opdef.effects:
+            return True
+        seen.add(id(o))
+        stack.extend(o.operands)
+    return False
+
+
+def _mk(name, operands, ty, into, loc, **attrs) -> Value:
+    o = Op(name, operands, [ty], attrs, loc=loc)
+    into.append(o)
+    return o.result
+
+
+def _region(ops):
+    from tritonpu.ir import Region
+    r = Region([], ops)
+    for o in ops:
+        o.parent = r
+    return r
+
+
+def _trips(lb, ub, step, ops, loc) -> Value:
+    """ceil((ub - lb) / step): F's trip count (<= 0 when it runs none)."""
+    ty = lb.type
+    one = _mk("constant", [], ty, ops, loc, value=1)
+    return _mk("div", [_mk("add", [_mk("sub", [ub, lb], ty, ops, loc), _mk("sub", [step, one], ty, ops, loc)], ty,
+                           ops, loc), step], ty, ops, loc)
+
+
+def _next_values(chain, leaves, pid, npid, into, loc) -> list:
+    """``leaves`` recomputed by ``chain`` for program ``npid``: a division by a value that may be 0
+    divides by 1 instead (the next program may not exist; the value is only a prediction)."""
+    mapping = {id(pid): npid}
+    for o in chain:
+        n = clone_op(o, mapping)
+        if o.name in ("div", "rem") and not const_value(o.operands[1]):
+            d = n.operands[1]
+            zero = _mk("constant", [], d.type, into, loc, value=0)
+            one = _mk("constant", [], d.type, into, loc, value=1)
+            n.operands[1] = _mk("select", [_mk("cmp", [d, zero], T.i1, into, loc, pred="eq"), one, d], d.type,
+                                into, loc)
+        into.append(n)
+    return [mapping.get(id(v), v) for v in leaves]
