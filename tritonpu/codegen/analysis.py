@@ -52,6 +52,7 @@ class Analysis(CubeHomes, Coalescing):
                 self.users.setdefault(id(v), []).append((op, i))
         self.l0c_loops: dict = {}        # id(for op) -> {iter index: dot op}
         self.l0c_tails: dict = {}        # id(for op) -> {iter index: the dots of the trips it leaves}
+        self.l0c_continued: dict = {}    # id(for op) -> {iter index: the L0C values it goes on from}
         self.l0c_stored: dict = {}       # id(for op) -> {iter index: the values from the loop's final
         #                                    accumulator to the one FIX stores (ifs, a cast), all in L0C}
         self._cube_homes(fn)
@@ -225,6 +226,8 @@ class Analysis(CubeHomes, Coalescing):
                     if chain is not None:
                         for dot in chain:
                             merge(group(a), dot.result)     # accumulated in place in L0C
+                        for v in self.l0c_continued.get(id(op), {}).get(i, ()):
+                            merge(group(a), v)              # going on in a loop's tile before it
                         if self.home.get(id(r)) == L0C:     # and after the loop: the odd last
                             tails = self.l0c_tails.get(id(op), {}).get(i, [])   # trips, until FIX stores it
                             stored = self.l0c_stored.get(id(op), {}).get(i, ())

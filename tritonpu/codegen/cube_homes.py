@@ -90,11 +90,16 @@ class CubeHomes:
     def _l0c_carries(self, op: Op) -> None:
         """Accumulators a loop keeps in L0C: the carried value is the ``acc`` of a dot whose result
         is the ``acc`` of the next dot ... whose result is yielded (one dot per trip, or two when
-        the loop was unrolled by double buffering), starting from zeros."""
+        the loop was unrolled by double buffering), starting from zeros -- or from the L0C
+        accumulator of a loop before it that only this loop uses (a K loop split in two, see
+        passes/panel_reuse.py: the second goes on in the same tile)."""
         body = op.regions[0]
         term = body.terminator
         for i, (init, arg) in enumerate(zip(op.operands[3:], body.args[1:])):
-            if not arg.type.is_block or str(arg.type.scalar) not in ("f32", "i32") or const_value(init) != 0:
+            if not arg.type.is_block or str(arg.type.scalar) not in ("f32", "i32"):
+                continue
+            goes_on = const_value(init) != 0
+            if goes_on and not (self._l0c_value(init) and self.users.get(id(init), []) == [(op, 3 + i)]):
                 continue
             chain, v = [], arg
             while True:
@@ -113,7 +118,9 @@ class CubeHomes:
             for d in chain:
                 self.home[id(d.result)] = L0C
             self.l0c_loops.setdefault(id(op), {})[i] = chain
-            if init.owner is not None and all(u is op for u, _ in self.users.get(id(init), [])):
+            if goes_on:
+                self.l0c_continued.setdefault(id(op), {})[i] = self._l0c_on(init)
+            elif init.owner is not None and all(u is op for u, _ in self.users.get(id(init), [])):
                 self.home[id(init)] = NOWHERE     # the zeros are made in L0C, never in UB
             # the last trips a pipelined loop leaves (one `if` each) accumulate in the same tile;
             # all but the last if's result feed the next one's dot
@@ -158,6 +165,19 @@ class CubeHomes:
                 for v in path:
                     self.home[id(v)] = L0C
                 self.l0c_stored.setdefault(id(op), {})[i] = tuple(path[1:])
+
+    def _l0c_on(self, v) -> list:
+        """Keep the L0C accumulator ``v`` (a loop's result, or an if's over such) in L0C; the values
+        it is made of (one tile with it)."""
+        self.home[id(v)] = L0C
+        out = [v]
+        o = v.owner
+        if o is not None and o.name == "if":
+            j = o.results.index(v)
+            for r in o.regions:
+                y = r.terminator.operands[j]
+                out += self._l0c_on(y) if y.owner is not None and y.owner.name in ("for", "if") else [y]
+        return out
 
     def _l0c_value(self, v) -> bool:
         """v is an L0C accumulator: a loop's (its odd last trip's) or an if's whose every branch

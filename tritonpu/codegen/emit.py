@@ -365,7 +365,8 @@ class Emitter(ScalarEmitter, VectorEmitter, MemoryEmitter, CubeEmitter):
             self._carry_param(init, a, r)
         in_l0c = {i for i, h in enumerate(homes) if isinstance(h, Tile) and h.space == "l0c"}
         for i in in_l0c:        # the accumulator starts at zero in L0C: a product over k = 0
-            self.zero_l0c(homes[i], self.an.l0c_loops[id(op)][i][0])
+            if i not in self.an.l0c_continued.get(id(op), {}):      # (else it goes on in its tile)
+                self.zero_l0c(homes[i], self.an.l0c_loops[id(op)][i][0])
         self.parallel_copy([h for i, h in enumerate(homes) if i not in in_l0c],
                            [v for i, v in enumerate(inits) if i not in in_l0c], [])
         ivr = self.new_reg(iv)

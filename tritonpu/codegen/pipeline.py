@@ -95,7 +95,7 @@ def _compile_npu(ir_text: str, options, print_after) -> NpuKernel:
         # a loop rewrite judged to fit before the cleanup pass, which then changed what is live
         # together: compile again, judging each rewrite on the cleaned-up function
         if " at once but " not in e.message or TRIAL_AFTER_CLEANUP.get() or \
-                not any(k in pm.pipeline for k in ("stagger", "double-buffer")):
+                not any(k in pm.pipeline for k in ("stagger", "panel-reuse", "double-buffer")):
             raise
         token = TRIAL_AFTER_CLEANUP.set(True)
         try:

@@ -9,7 +9,9 @@ overlap never overlap in UB; a group's space is reused once it is dead (first fi
 definition).  A view (``expand_dims``, ``reshape``, ``broadcast``, ``permute``, same-width
 ``bitcast``) shares its operand's address.  The function attribute ``ub_peak`` is the bytes the
 plan needs; if that exceeds the machine's UB, a ``CompilationError`` names the largest value live
-at the peak, its size and the capacity.
+at the peak, its size and the capacity.  An L1 panel (``panel_tile``, passes/panel_reuse.py) holds
+tiles for the core's later programs: its region, the size of the largest panel, is L1's first
+bytes for the whole kernel, and everything else in L1 is planned after it.
 """
 from __future__ import annotations
 

@@ -27,7 +27,7 @@ from tritonpu.ir import Function, Op, Region, Value
 from tritonpu.ir import types as T
 from tritonpu.passes.manager import Pass, register
 from tritonpu.passes.rewrite import (LoopView, clone, clone_op, load_extents, positive_step, replace_all_uses,
-                                     written_by)
+                                     trip_work, written_by)
 
 
 
@@ -230,13 +230,8 @@ def stages_for(lp: "LoopView", loads: list, fills=()) -> int:
     the L2 rate, its dots on the cube, its block ops on the vector unit, estimated from the
     shapes) against the latency of a GM read -- 2 when a trip outlasts it or the loop stores, up to
     ``MAX_STAGES`` for short trips of a loop that only reads (a K loop)."""
-    from tritonpu.codegen.analysis import tile_bytes
     from tritonpu.isa.machines import machine
     m = machine("ascend910b")
-    mte2 = (sum(tile_bytes(ld.result.type) for ld in loads) +
-            sum(math.prod(f.attrs["shape"]) * f.operands[2].type.scalar.pointee.bits // 8 for f in fills)) \
-        / m.l2_bytes_per_cycle
-    cube = vector = 0
     ops = [x for o in lp.body.ops for x in o.walk()]
     if any(o.name in ("for", "while") for o in ops):
         return 2                # a trip runs a loop: long enough
@@ -244,14 +239,7 @@ def stages_for(lp: "LoopView", loads: list, fills=()) -> int:
         # a loop that stores: each stored tile holds its buffer for a whole unrolled pass, and more
         # buffers in flight only lengthen the store/load chains (measured: softmax rows slower)
         return 2
-    for o in ops:
-        if o.name == "dot":
-            (mm, k), n = o.operands[0].type.shape[-2:], o.operands[1].type.shape[-1]
-            k0 = m.cube_k0.get(str(o.operands[0].type.scalar), 16)
-            cube += -(-mm // 16) * -(-n // 16) * -(-k // k0)
-        elif o.results and o.results[0].type.is_block and o.opdef.kind in ("elementwise", "compare", "select",
-                                                                             "cast", "reduce"):
-            vector += -(-tile_bytes(o.results[0].type) // m.vector_repeat_bytes)
+    mte2, cube, vector = trip_work(lp, loads, fills)
     trip = max(mte2, cube, vector, 1)
     latency = m.paths["gm->ub"].latency
     if trip >= latency:

@@ -16,21 +16,25 @@ writes, at an address computed by pure ops from F's induction variable, carried 
 advance the same way every trip, and values from outside F.  Of those outside values, the ones a
 program computes (from its id, by pure scalar ops: its *tag*, with F's bounds) must be integers.
 Two programs with equal tags then load equal tiles at every trip (nothing writes the argument).
-At most two candidates (A and B) are kept, each with a panel of ``slots`` tiles: when the launch's
-scalar arguments give F's trip count, exactly that many (a guard, as Triton specializes on
-arguments), else as many as L1 has room for beside the kernel's other tiles with four buffers per
-load of F; a candidate whose panel would not hold F's trips is dropped.
+At most two candidates (A and B) are kept, each with a panel of ``slots`` tiles: F's trip count
+when the launch's scalar arguments give it and L1 has room (a guard, as Triton specializes on
+arguments), else as many as L1 has room for beside the kernel's other tiles and the buffers
+double buffering will want for F's loads -- then F's first ``slots`` trips use the panel and the
+rest run as before, in a second loop that goes on with the same accumulator (a panel that cannot
+hold every trip must hold at least ``MIN_SPLIT``, and MTE2 must pace F's trips, estimated from
+the shapes: else it is not kept).
 
 F is replaced by ``if use_A { F_A } else if use_B { F_B } else { F }``, where F_X is F with X's
-load turned into ``panel_load(slot, miss_X, ...)`` -- trip t's tile in slot t -- and P carries
-which operand the panel holds and its tag.  ``hit_X``: the panel holds X with this program's tag;
-``miss_X = not hit_X``.  ``use_X``: F's trips fit X's panel and either ``hit_X``, or no hit of the
+load turned into ``panel_fill(slot, miss_X, ...)`` and ``panel_tile(slot, miss_X)`` -- trip t's
+tile in slot t -- and P carries which operand the panel holds and its tag.  ``hit_X``: the panel
+holds X with this program's tag; ``miss_X = not hit_X``.  ``use_X``: ``hit_X``, or no hit of the
 other candidate and the core's next program (``pid + num_programs``, evaluated on the same pure
 ops with divisions by zero made harmless) computes the same tag for X.  The prediction only picks
 a version; every version computes exactly what F did (results bitwise unchanged): F_X on a miss
-loads every tile into the panel, on a hit it reads the tiles the panel holds, loaded by an earlier
+fills every slot it reads, on a hit it reads the tiles the panel holds, filled by an earlier
 program of this core from the same addresses.  The panel is one L1 region for the whole kernel
-(buffer planning puts it first), so nothing else is placed over it between programs.
+(buffer planning puts it first), so nothing else is placed over it between programs; double
+buffering prefetches the fills like loads, each into its trip's slot.
 """
 from __future__ import annotations
 
@@ -40,10 +44,15 @@ from tritonpu.codegen.homes import const_value, panel_slot_bytes, tile_bytes
 from tritonpu.ir import Function, Op, Value
 from tritonpu.ir import types as T
 from tritonpu.passes.manager import Pass, register
-from tritonpu.passes.rewrite import LoopView, clone_op, positive_step, root, written_by
+from tritonpu.passes.rewrite import LoopView, clone_op, positive_step, root, trip_work, written_by
 from tritonpu.passes.specialize import decide, launch_value
 
 MAX_CANDIDATES = 2          # the panel holds one operand at a time; a dot has two
+# A K loop split in two pays a second pipeline fill (about one trip's loads) in every program that
+# runs it: a panel that cannot hold every trip must hold at least this many, and is kept only
+# when MTE2 paces the loop (measured: 2048^3 128x256x64, cube-bound, 109056 -> 112523 cycles split)
+MIN_SPLIT = 8
+
 
 
 class _Cand:
@@ -53,7 +62,7 @@ class _Cand:
     def __init__(self, ld: Op, leaves: list, chain: list):
         self.ld, self.leaves, self.chain = ld, leaves, chain
         self.slots = 0
-        self.fits = None            # i1 value: F's trips fit the panel (None: known to fit)
+        self.split = False          # the panel holds F's first `slots` trips only
         self.held: list = []        # P's region arguments: the tag the panel holds for this load
 
 
@@ -212,14 +221,16 @@ class PanelReuse(Pass):
         from tritonpu.errors import CompilationError
         from tritonpu.isa.machines import machine
         from tritonpu.passes.buffer_planning import trial_peaks
-        from tritonpu.passes.double_buffer import MAX_STAGES
+        from tritonpu.passes.double_buffer import stages_for
         try:
             peak = trial_peaks(copy.deepcopy(fn)).get("l1", 0)
         except CompilationError:
             return []
-        loads = sum(tile_bytes(o.result.type) for o in F.regions[0].ops
-                    if o.name == "load_tile" and len(o.result.type.shape) == 2)
-        budget = machine("ascend910b").capacity["l1"] - peak - (MAX_STAGES - 1) * loads
+        lv = LoopView(F)
+        tiles = [o for o in F.regions[0].ops if o.name == "load_tile" and len(o.result.type.shape) == 2]
+        # beside the kernel's tiles, F's loads keep the buffers double buffering will want
+        loads = sum(tile_bytes(o.result.type) for o in tiles)
+        budget = machine("ascend910b").capacity["l1"] - peak - (stages_for(lv, tiles) - 1) * loads
         lb, ub, step = F.operands[:3]
         kept = []
         for c in cands:
@@ -230,14 +241,20 @@ class PanelReuse(Pass):
             ops: list = []
             trips = _trips(lb, ub, step, ops, F.loc)
             n = launch_value(fn, ops, trips)
-            slots = int(n) if n is not None and 0 < n <= most else most
+            if n is not None and n <= 0:
+                continue
+            slots = int(n) if n is not None and n <= most else most
+            if n is None or slots < n:
+                # F split in two: worth it when MTE2 paces F's trips, for at least MIN_SPLIT of them
+                mte2, cube, vector = trip_work(lv, tiles)
+                if slots < MIN_SPLIT or mte2 <= max(cube, vector):
+                    continue
+            # the panel holds every trip (decided from the launch's arguments: a guard), or else
+            # the first `slots` (F is split there)
             fits = _mk("cmp", [trips, _mk("constant", [], trips.type, ops, F.loc, value=slots)], T.i1, ops, F.loc,
                        pred="le")
-            known = decide(fn, ops, fits)
-            if known is False:
-                continue
+            c.split = decide(fn, ops, fits) is not True
             c.slots = slots
-            c.fits_ops, c.fits = ([], None) if known else (ops, fits)
             kept.append(c)
         return kept
 
@@ -276,24 +293,18 @@ class PanelReuse(Pass):
         npid = mk("add", [pid, P.operands[2]], pid.type)
         has_next = mk("cmp", [npid, P.operands[1]], T.i1, pred="lt")
         for k, c in enumerate(cands):
-            pre.extend(c.fits_ops)
             c.hit = mk("and", [mk("cmp", [hold, mk("constant", [], T.i32, value=k + 1)], T.i1, pred="eq"),
                                all_of(mk("cmp", [v, h], T.i1, pred="eq") for v, h in zip(c.leaves, c.held))], T.i1)
             nxt = _next_values(c.chain, c.leaves, pid, npid, pre, loc)
             c.next = mk("and", [has_next, all_of(mk("cmp", [n, v], T.i1, pred="eq")
                                                  for n, v in zip(nxt, c.leaves))], T.i1)
-        # use_0 = fits_0 and (hit_0 or (no hit of the other and next_0));
-        # use_1 = fits_1 and not use_0 and (hit_1 or next_1)
+        # use_0 = hit_0 or (not hit_1 and next_0); use_1 = not use_0 and (hit_1 or next_1)
         uses = []
         for k, c in enumerate(cands):
             alt = c.next
             if k == 0 and len(cands) > 1:
-                o = cands[1]
-                other_hit = o.hit if o.fits is None else mk("and", [o.fits, o.hit], T.i1)
-                alt = mk("and", [not_(other_hit), alt], T.i1)
+                alt = mk("and", [not_(cands[1].hit), alt], T.i1)
             use = mk("or", [c.hit, alt], T.i1)
-            if c.fits is not None:
-                use = mk("and", [c.fits, use], T.i1)
             if uses:
                 use = mk("and", [use, not_(uses[0])], T.i1)
             uses.append(use)
@@ -320,8 +331,8 @@ class PanelReuse(Pass):
         results_of_f = list(F.results)
         inner, inner_yield = F, list(F.results) + state_in
         for k in reversed(range(len(cands))):
-            fx, inits = self._panel_version(F, cands[k])
-            then = inits + [fx, Op("yield", list(fx.results) + outs[k], [], loc=loc)]
+            then, results = self._panel_version(F, cands[k])
+            then.append(Op("yield", results + outs[k], [], loc=loc))
             other = [inner, Op("yield", inner_yield, [], loc=loc)]
             inner = Op("if", [uses[k]], types, regions=[_region(then), _region(other)], loc=loc)
             inner_yield = list(inner.results)
@@ -356,38 +367,50 @@ class PanelReuse(Pass):
         return arg
 
     @staticmethod
-    def _panel_version(F, c) -> tuple[Op, list]:
-        """F with ``c``'s load into the panel: trip t's tile in slot t, read only on a miss; and
-        copies of the splats F starts from (an accumulator's zeros: each loop its own, so that
-        each can start in L0C, not from a block in UB they share)."""
+    def _panel_version(F, c) -> tuple[list, list]:
+        """(ops, the values F's results become): F with ``c``'s load into the panel -- trip t's
+        tile in slot t, read only on a miss; when the panel holds the first ``slots`` trips only,
+        F runs them so and then the rest as it was.  First copies of the splats F starts from (an
+        accumulator's zeros: each loop its own, so that each can start in L0C, not from a block in
+        UB they share)."""
         mapping: dict = {}
-        inits = []
+        ops: list = []
         for v in F.operands[3:]:
             o = v.owner
             if o is not None and o.name == "splat" and id(v) not in mapping:
-                inits.append(clone_op(o, mapping))
+                ops.append(clone_op(o, mapping))
         fx = clone_op(F, mapping)
         fx.attrs["panel"] = f"{c.slots} slots"
         body = fx.regions[0]
         ld = mapping[id(c.ld.result)].owner
-        lb, _, step = F.operands[:3]
+        lb, ub, step = F.operands[:3]
         iv = body.args[0]
         each = panel_slot_bytes(c.ld.result.type)
-        ops: list = []
-        trip = _mk("div", [_mk("sub", [iv, lb], iv.type, ops, ld.loc), step], iv.type, ops, ld.loc)
-        slot = _mk("mul", [trip, _mk("constant", [], iv.type, ops, ld.loc, value=each)], iv.type, ops, ld.loc)
+        slot_ops: list = []
+        trip = _mk("div", [_mk("sub", [iv, lb], iv.type, slot_ops, ld.loc), step], iv.type, slot_ops, ld.loc)
+        slot = _mk("mul", [trip, _mk("constant", [], iv.type, slot_ops, ld.loc, value=each)], iv.type, slot_ops,
+                   ld.loc)
         fill = Op("panel_fill", [slot, c.miss] + list(ld.operands), [],
                   {"slots": c.slots, "event": 0, "shape": list(ld.result.type.shape)}, loc=ld.loc)
         tile = Op("panel_tile", [slot, c.miss], [ld.result.type], {"slots": c.slots, "event": 0}, loc=ld.loc)
         tile.result.name = ld.result.name
-        ops += [fill, tile]
+        slot_ops += [fill, tile]
         at = body.ops.index(ld)
-        body.ops[at:at + 1] = ops
-        for o in ops:
+        body.ops[at:at + 1] = slot_ops
+        for o in slot_ops:
             o.parent = body
         for o in fx.walk():
             o.operands = [tile.result if v is ld.result else v for v in o.operands]
-        return fx, inits
+        if not c.split:
+            return ops + [fx], list(fx.results)
+        # the head runs trips lb .. lb + (slots - 1) * step (those that exist), the tail the rest
+        end = _mk("add", [lb, _mk("mul", [_mk("constant", [], step.type, ops, F.loc, value=c.slots), step],
+                                  step.type, ops, F.loc)], lb.type, ops, F.loc)
+        fx.operands[1] = _mk("minimum", [ub, end], ub.type, ops, F.loc)
+        tail = clone_op(F, {})
+        tail.operands[0] = end
+        tail.operands[3:] = list(fx.results)
+        return ops + [fx, tail], list(tail.results)
 
 
 def _from_pid(v, in_p, pid) -> bool:

@@ -6,6 +6,7 @@
 * The ops of a loop body that compute a value from outside the loop only (``invariant_slice``).
 * What a ``for`` loop's body computes from what (``LoopView``: the slice of ops computing a tile
   load's operands, the carried scalars whose next value is a pure function of the trip's).
+* What one trip of a loop costs, estimated from its shapes (``trip_work``).
 * Cloning ops with their regions through a value mapping (``clone``, ``clone_op``), a ``for``
   like another with a new body (``loop_like``), replacing every use of values (``replace_all_uses``).
 """
@@ -189,3 +190,27 @@ class LoopView:
             if len(keep) == len(out):
                 return out
             out = keep
+
+
+def trip_work(lp: LoopView, loads=(), fills=()) -> tuple:
+    """(MTE2, cube, vector) cycles of one trip of ``lp``'s loop, estimated from the shapes: the
+    tiles ``loads`` and L1 panel ``fills`` bring at the L2 rate, its dots on the cube, its block
+    ops on the vector unit."""
+    import math
+
+    from tritonpu.codegen.homes import tile_bytes
+    from tritonpu.isa.machines import machine
+    m = machine("ascend910b")
+    mte2 = (sum(tile_bytes(ld.result.type) for ld in loads) +
+            sum(math.prod(f.attrs["shape"]) * f.operands[2].type.scalar.pointee.bits // 8 for f in fills)) \
+        / m.l2_bytes_per_cycle
+    cube = vector = 0
+    for o in (x for op in lp.body.ops for x in op.walk()):
+        if o.name == "dot":
+            (mm, k), n = o.operands[0].type.shape[-2:], o.operands[1].type.shape[-1]
+            k0 = m.cube_k0.get(str(o.operands[0].type.scalar), 16)
+            cube += -(-mm // 16) * -(-n // 16) * -(-k // k0)
+        elif o.results and o.results[0].type.is_block and o.opdef.kind in ("elementwise", "compare", "select",
+                                                                             "cast", "reduce"):
+            vector += -(-tile_bytes(o.results[0].type) // m.vector_repeat_bytes)
+    return mte2, cube, vector
