@@ -72,6 +72,28 @@ def tutorial_matmul(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_b
     tl.store(c_ptrs, c, mask=c_mask)
 
 
+@tritonpu.jit
+def masked_matmul(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_bk, stride_cm,
+                  BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    pid = tl.program_id(0)
+    grid_n = tl.cdiv(N, BN)
+    pid_m = pid // grid_n
+    pid_n = pid % grid_n
+    offs_m = pid_m * BM + tl.arange(0, BM)
+    offs_n = pid_n * BN + tl.arange(0, BN)
+    offs_k = tl.arange(0, BK)
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k in range(0, tl.cdiv(K, BK)):
+        k_left = K - k * BK
+        a = tl.load(a_ptr + offs_m[:, None] * stride_am + (k * BK + offs_k)[None, :],
+                    mask=(offs_m[:, None] < M) & (offs_k[None, :] < k_left), other=0.0)
+        b = tl.load(b_ptr + (k * BK + offs_k)[:, None] * stride_bk + offs_n[None, :],
+                    mask=(offs_k[:, None] < k_left) & (offs_n[None, :] < N), other=0.0)
+        acc = tl.dot(a, b, acc)
+    tl.store(c_ptr + offs_m[:, None] * stride_cm + offs_n[None, :], acc,
+             mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))
+
+
 def _inputs(M, N, K, seed=0):
     rng = np.random.default_rng(seed)
     a = (rng.random((M, K)) - 0.5).astype(np.float16)
@@ -283,3 +305,22 @@ def test_a_split_k_loop_goes_on_in_the_same_accumulator(double_buffer):
     blocked_matmul[(4,)](a, b, c_off, 4096, 4096, 128, 128, BM=128, BN=64, BK=64, GRID_N=2, cores=2,
                          double_buffer=double_buffer, sanitize=True, disable_passes=("panel-reuse",))
     assert c.tobytes() == c_off.tobytes()
+
+
+@pytest.mark.parametrize("M,N,K,BM,BN,BK,cores", [
+    (200, 136, 100, 64, 64, 32, 3),        # ragged in every dimension: masked rows are zeros
+    (256, 192, 160, 64, 64, 32, 3),        # every program's B column repeats on its core
+])
+def test_masked_rows_are_zeros_in_the_panel_too(M, N, K, BM, BN, BK, cores):
+    a, b, ref = _inputs(M, N, K, seed=5)
+    out = {}
+    for off in (False, True):
+        c = np.zeros((M, N), np.float32)
+        h = masked_matmul[(triton_cdiv(M, BM) * triton_cdiv(N, BN),)](
+            a, b, c, M, N, K, K, N, N, BM=BM, BN=BN, BK=BK, cores=cores, sanitize=True,
+            **({"disable_passes": ("panel-reuse",)} if off else {}))
+        out[off] = c
+        if not off:
+            assert "panel_fill" in h.asm["panel-reuse"]
+    np.testing.assert_allclose(out[False], ref, atol=1e-2, rtol=1e-3)
+    assert out[False].tobytes() == out[True].tobytes()

@@ -106,7 +106,7 @@ class MemoryEmitter:
         previous programs' reads (it reuses their slots), each fill sets MTE2 -> MTE1 for the read
         of its tile (``panel_wait``), on the event of its trip."""
         slot, miss = self.scalar(op.operands[0]), self.scalar(op.operands[1])
-        ptr, s_row, cols_valid = op.operands[2], op.operands[3], op.operands[6]
+        ptr, s_row, rows_valid, cols_valid = op.operands[2], op.operands[3], op.operands[5], op.operands[6]
         other = op.operands[7] if len(op.operands) > 7 else None
         param, base = self.param(ptr), self.scalar(ptr)
         rows, cols = op.attrs["shape"]
@@ -121,10 +121,20 @@ class MemoryEmitter:
         fence = Guarded(f"br.ne {slot}, 0", "S", loc=loc, body=[
             Instr(f"set_flag MTE1, MTE2, {first}", "MTE1", loc=loc),
             Instr(f"wait_flag MTE1, MTE2, {first}", "MTE2", loc=loc)])
-        load = Instr(f"mov.gm.l1.{dtype} {panel_operand(slot, 0)}, {param}[{base}], {rows}, {cols * es}, "
-                     f"{src_stride}, {cols * es}{valid}", "MTE2", loc=loc)
-        self.out.append(Guarded(f"br.eq {miss}, 0", "S", loc=loc, body=[
-            fence, load, Instr(f"set_flag MTE2, MTE1, {panel_event(op.attrs['event'])}", "MTE2", loc=loc)]))
+        body = [fence]
+        R = self.scalar(rows_valid)
+        if not self.const(R, rows):
+            # rows past the valid ones: zeros from GM's zero row (the pass takes only a zero fill
+            # and 32-byte rows here), on MTE2 before the fill's flag
+            n, at = self.temp_reg(), self.temp_reg()
+            self.zeros_bytes = max(getattr(self, "zeros_bytes", 0), cols * es)
+            body += [Instr(f"sub {n}, {rows}, {R}", "S", loc=loc), Instr(f"mul {at}, {R}, {cols * es}", "S", loc=loc),
+                     Instr(f"add {at}, {at}, {slot}", "S", loc=loc),
+                     Instr(f"mov.gm.l1 l1[{at}+0], {ZEROS}[0], {n}, {cols * es}, 0, {cols * es}", "MTE2", loc=loc)]
+        body.append(Instr(f"mov.gm.l1.{dtype} {panel_operand(slot, 0)}, {param}[{base}], {R}, {cols * es}, "
+                          f"{src_stride}, {cols * es}{valid}", "MTE2", loc=loc))
+        body.append(Instr(f"set_flag MTE2, MTE1, {panel_event(op.attrs['event'])}", "MTE2", loc=loc))
+        self.out.append(Guarded(f"br.eq {miss}, 0", "S", loc=loc, body=body))
 
     def op_panel_tile(self, op) -> None:
         self.out_tile(op.result)            # a view of the panel; its slot is added where it is read

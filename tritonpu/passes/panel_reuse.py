@@ -10,8 +10,8 @@ would load the same ones.
 Guarantees.  In a persistent kernel whose launch passed no arrays sharing memory (no
 ``may_alias``), take the first ``for`` loop F inside the program loop P -- reached through
 ``if``s only, positive step, not yet pipelined or staggered -- that has *candidate* loads: a
-``load_tile`` at the top of F's body of a 2-D tile with contiguous rows, every row valid and a
-constant fill, whose only use is a ``dot`` operand, from a kernel argument nothing in the kernel
+``load_tile`` at the top of F's body of a 2-D tile with contiguous rows and a constant fill (zero,
+with 32-byte rows, when not every row is valid), whose only use is a ``dot`` operand, from a kernel argument nothing in the kernel
 writes, at an address computed by pure ops from F's induction variable, carried scalars that
 advance the same way every trip, and values from outside F.  Of those outside values, the ones a
 program computes (from its id, by pure scalar ops: its *tag*, with F's bounds) must be integers.
@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import copy
 
-from tritonpu.codegen.homes import const_value, panel_slot_bytes, tile_bytes
+from tritonpu.codegen.homes import const_value, elem_bytes, panel_slot_bytes, tile_bytes
 from tritonpu.ir import Function, Op, Value
 from tritonpu.ir import types as T
 from tritonpu.passes.manager import Pass, register
@@ -48,6 +48,7 @@ from tritonpu.passes.rewrite import LoopView, clone_op, positive_step, root, tri
 from tritonpu.passes.specialize import decide, launch_value
 
 MAX_CANDIDATES = 2          # the panel holds one operand at a time; a dot has two
+PANEL_ROW_ALIGN = 32        # L1's alignment: rows of zeros go after the valid rows in one transfer
 # A K loop split in two pays a second pipeline fill (about one trip's loads) in every program that
 # runs it: a panel that cannot hold every trip must hold at least this many, and is kept only
 # when MTE2 paces the loop (measured: 2048^3 128x256x64, cube-bound, 109056 -> 112523 cycles split)
@@ -124,10 +125,12 @@ class PanelReuse(Pass):
         for ld in lv.body.ops:
             if ld.name != "load_tile" or len(ld.result.type.shape) != 2:
                 continue
-            rows = ld.result.type.shape[0]
+            rows, cols = ld.result.type.shape
             ops = ld.operands
-            if const_value(ops[2]) != 1 or const_value(ops[3]) != rows or \
-                    (len(ops) > 5 and const_value(ops[5]) is None):
+            fill = const_value(ops[5]) if len(ops) > 5 else 0
+            # rows past the valid ones (a masked edge) are zeros from GM's zero row, on MTE2 too
+            zero_rows = fill == 0 and cols * elem_bytes(ld.result.type) % PANEL_ROW_ALIGN == 0
+            if const_value(ops[2]) != 1 or fill is None or (const_value(ops[3]) != rows and not zero_rows):
                 continue
             us = users.get(id(ld.result), [])
             if len(us) != 1 or us[0][0].name != "dot" or us[0][1] > 1 or us[0][0].parent is not lv.body:
