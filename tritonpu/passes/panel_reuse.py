@@ -21,8 +21,10 @@ when the launch's scalar arguments give it and L1 has room (a guard, as Triton s
 arguments), else as many as L1 has room for beside the kernel's other tiles and the buffers
 double buffering will want for F's loads -- then F's first ``slots`` trips use the panel and the
 rest run as before, in a second loop that goes on with the same accumulator (a panel that cannot
-hold every trip must hold at least ``MIN_SPLIT``, and MTE2 must pace F's trips, estimated from
-the shapes: else it is not kept).
+hold every trip must hold at least ``MIN_SPLIT``, or it is not kept).  Nothing is kept when
+MTE2 does not pace F's trips (estimated from the shapes: the panel saves MTE2 work only; measured
+on cube-bound loops: 2048^3 128x256x64 split, 109056 -> 112523 cycles; 1024^3 128x256x128, whose
+panel holds every trip, 22530 -> 23756, the cores' first reads of DDR shifting).
 
 F is replaced by ``if use_A { F_A } else if use_B { F_B } else { F }``, where F_X is F with X's
 load turned into ``panel_fill(slot, miss_X, ...)`` and ``panel_tile(slot, miss_X)`` -- trip t's
@@ -50,8 +52,7 @@ from tritonpu.passes.specialize import decide, launch_value
 MAX_CANDIDATES = 2          # the panel holds one operand at a time; a dot has two
 PANEL_ROW_ALIGN = 32        # L1's alignment: rows of zeros go after the valid rows in one transfer
 # A K loop split in two pays a second pipeline fill (about one trip's loads) in every program that
-# runs it: a panel that cannot hold every trip must hold at least this many, and is kept only
-# when MTE2 paces the loop (measured: 2048^3 128x256x64, cube-bound, 109056 -> 112523 cycles split)
+# runs it: a panel that cannot hold every trip must hold at least this many
 MIN_SPLIT = 8
 
 
@@ -234,6 +235,9 @@ class PanelReuse(Pass):
         # beside the kernel's tiles, F's loads keep the buffers double buffering will want
         loads = sum(tile_bytes(o.result.type) for o in tiles)
         budget = machine("ascend910b").capacity["l1"] - peak - (stages_for(lv, tiles) - 1) * loads
+        mte2, cube, vector = trip_work(lv, tiles)
+        if mte2 <= max(cube, vector):
+            return []           # the panel saves MTE2 work: nothing when the cube or vector unit paces F
         lb, ub, step = F.operands[:3]
         kept = []
         for c in cands:
@@ -247,11 +251,8 @@ class PanelReuse(Pass):
             if n is not None and n <= 0:
                 continue
             slots = int(n) if n is not None and n <= most else most
-            if n is None or slots < n:
-                # F split in two: worth it when MTE2 paces F's trips, for at least MIN_SPLIT of them
-                mte2, cube, vector = trip_work(lv, tiles)
-                if slots < MIN_SPLIT or mte2 <= max(cube, vector):
-                    continue
+            if (n is None or slots < n) and slots < MIN_SPLIT:
+                continue                # F split in two: worth it for at least MIN_SPLIT trips
             # the panel holds every trip (decided from the launch's arguments: a guard), or else
             # the first `slots` (F is split there)
             fits = _mk("cmp", [trips, _mk("constant", [], trips.type, ops, F.loc, value=slots)], T.i1, ops, F.loc,
