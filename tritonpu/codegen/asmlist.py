@@ -17,13 +17,16 @@ from dataclasses import dataclass, field
 GM_WHOLE = (0, 1 << 62)
 # The event ids an L1 panel's own flags use (see ``Guarded``): MTE2 -> MTE1 for the fill of a trip
 # whose number is e modulo the loop's buffers, e = 0..3, and MTE1 -> MTE2 (the first fill waits
-# for the previous programs' reads); the branch that holds a panel's loop reserves them (If).
+# for the previous programs' reads); the branch that holds a panel's loop reserves them (If), or
+# the whole program when no branch does.
 def panel_event(e: int) -> int:
     return 7 - e
 
 
 def panel_reserved(events) -> dict:
-    """The ids (``If.reserved``) code with panel fills on ``events`` uses."""
+    """The ids (``If.reserved``) code with panel fills on ``events`` uses (none without fills)."""
+    if not events:
+        return {}
     return {("MTE2", "MTE1"): {panel_event(e) for e in events}, ("MTE1", "MTE2"): {panel_event(0)}}
 
 
@@ -94,9 +97,10 @@ class If:
     test: list
     then: list = field(default_factory=list)
     orelse: list = field(default_factory=list)
-    # (src, dst) -> event ids ``then`` uses for flags of its own (Guarded code): the sync pass
-    # takes none of them there
+    # (src, dst) -> event ids ``then`` / ``orelse`` use for flags of their own (Guarded code): the
+    # sync pass takes none of them there
     reserved: dict = field(default_factory=dict)
+    reserved_else: dict = field(default_factory=dict)
 
 
 @dataclass

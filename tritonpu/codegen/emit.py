@@ -83,8 +83,6 @@ class Emitter(ScalarEmitter, VectorEmitter, MemoryEmitter, CubeEmitter):
         if getattr(self, "zeros_bytes", 0):
             from tritonpu.codegen.emit_memory import ZEROS
             header.append(f".param {ZEROS} gm u8")
-        if self.panel_events:
-            self.fail("internal error: an L1 panel's fills are not in the branch of its loop")
         return header, self.prologue + self.out
 
     def region(self, ops) -> None:
@@ -413,13 +411,13 @@ class Emitter(ScalarEmitter, VectorEmitter, MemoryEmitter, CubeEmitter):
         # panel's own flags from the sync pass (not the branches around it: only there are they used)
         outer, self.panel_events = self.panel_events, set()
         then = self.nested(branch, op.regions[0])
-        reserved = panel_reserved(self.panel_events) if self.panel_events else {}
-        self.panel_events = outer
+        reserved, self.panel_events = panel_reserved(self.panel_events), set()
         orelse = self.nested(branch, op.regions[1])
+        reserved_else, self.panel_events = panel_reserved(self.panel_events), outer
         for i, r in enumerate(op.results):
             self._carry_param(op.regions[0].ops[-1].operands[i], r)
         self.op = op
-        self.out.append(If(test, then, orelse, reserved))
+        self.out.append(If(test, then, orelse, reserved, reserved_else))
 
     def op_while(self, op) -> None:
         before, after = op.regions

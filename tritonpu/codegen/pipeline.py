@@ -11,7 +11,7 @@ import gc
 import os
 from dataclasses import dataclass, field
 
-from tritonpu.codegen.asmlist import Instr, Loop, render
+from tritonpu.codegen.asmlist import Instr, Loop, panel_reserved, render
 from tritonpu.codegen.emit import Emitter
 from tritonpu.codegen.sync import insert_sync
 from tritonpu.errors import CompilationError, ExecutionError, LaunchError
@@ -127,7 +127,8 @@ def _compile_npu(ir_text: str, options, print_after) -> NpuKernel:
     # Analyse the body as the loop it is: a core runs its programs one after another, so hazards
     # from one program into the next are synced exactly like loop-carried ones.
     program_loop = Loop(Instr("for s63, 0, 1, 1", "S"), nodes, carry_flags=False)
-    report = insert_sync([program_loop])
+    # (panel fills in no branch of their own: the program keeps their event ids, see op_if)
+    report = insert_sync([program_loop], reserved=panel_reserved(em.panel_events))
     lines = header + render(program_loop.body)
     text = "\n".join(lines) + "\n"
     out.asm["isa"] = text

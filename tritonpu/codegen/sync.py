@@ -122,11 +122,11 @@ def _conflicts(st: _State, ins: Instr):
 
 
 class _Pass:
-    def __init__(self, max_events: int):
+    def __init__(self, max_events: int, reserved=None):
         if max_events < 1:
             raise ValueError("max_events must be at least 1")
         self.max_events = max_events
-        self.taken: list = []        # the ``reserved`` of the If branches being placed
+        self.taken: list = [reserved] if reserved else []   # the reservations of the code being placed
         self.report = SyncReport()
         self.reserved: dict = {}     # (src, dst) -> {(id(Loop), producer): event id of a loop-carried pair}
         self.carried: dict = {}      # id(Loop) -> {(src, dst, ev)} to pre-set before / drain after it
@@ -173,7 +173,12 @@ class _Pass:
                     then = self.block(n.then, st.copy(), emit)
                 finally:
                     self.taken.pop()
-                st = then.join(self.block(n.orelse, st.copy(), emit))
+                self.taken.append(n.reserved_else)
+                try:
+                    orelse = self.block(n.orelse, st.copy(), emit)
+                finally:
+                    self.taken.pop()
+                st = then.join(orelse)
             elif isinstance(n, While):
                 st = self.while_(n, st, emit)
             else:
@@ -361,13 +366,13 @@ class _Segment:
         return out
 
 
-def insert_sync(nodes: list, *, max_events: int = 8) -> SyncReport:
+def insert_sync(nodes: list, *, max_events: int = 8, reserved: dict | None = None) -> SyncReport:
     """Insert ``set_flag``/``wait_flag`` pairs into ``nodes`` (in place, into nested loop bodies
     and branches too) so that every cross-pipe hazard is ordered -- see the module docstring for
-    the exact guarantee and the placement rules; in the then-branch of an ``If`` with ``reserved``
-    ids (the code's own flags, see asmlist.Guarded) none of those is taken.  Returns a
-    :class:`SyncReport`: the number of pairs inserted and, per (src, dst) pipe pair, how many
-    event ids (0..n-1) it uses."""
-    p = _Pass(max_events)
+    the exact guarantee and the placement rules.  Event ids the code uses for flags of its own
+    (asmlist.Guarded) are never taken: ``reserved`` ((src, dst) -> ids) anywhere, an ``If``'s
+    ``reserved`` / ``reserved_else`` in its branches.  Returns a :class:`SyncReport`: the number
+    of pairs inserted and, per (src, dst) pipe pair, how many event ids (0..n-1) it uses."""
+    p = _Pass(max_events, reserved)
     p.block(nodes, _State(), True)
     return p.report

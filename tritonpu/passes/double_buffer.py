@@ -49,9 +49,11 @@ class DoubleBuffer(Pass):
         lp = LoopView(op, bool(fn.attrs.get("may_alias")))
         nexts = lp.next_computable()
         loads = lp.candidates(nexts)
-        # an L1 panel's fills (passes/panel_reuse.py) are prefetched like loads, each into the
-        # slot of its trip: nothing is carried, the trip's panel_tile reads the slot
-        fills = [o for o in lp.body.ops if o.name == "panel_fill" and lp.slice(o.operands, nexts) is not None]
+        # the fills of the L1 panel a K loop reads (passes/panel_reuse.py: {panel}) are prefetched
+        # like loads, each into the slot of its trip: nothing is carried, the trip's panel_tile
+        # reads the slot (those of a loop inside stay with it: their events are its trips')
+        fills = [o for o in lp.body.ops if o.name == "panel_fill" and lp.slice(o.operands, nexts) is not None] \
+            if op.attrs.get("panel") else []
         if not loads and not fills:
             return
         from tritonpu.passes.buffer_planning import trial_plan
@@ -147,7 +149,7 @@ class DoubleBuffer(Pass):
                  **{id(ld.result): x for ld, x in zip(loads, tiles)}}
             start = len(into)
             clone(lp.body.ops[:-1], m, into, {id(ld) for ld in loads} | {id(f) for f in fills})
-            for o in into[start:]:
+            for o in into[start:] if op.attrs.get("panel") else ():
                 if o.name in ("panel_tile", "panel_fill"):     # (a fill not prefetched: in its trip)
                     o.attrs["event"] = event
             return [m.get(id(y), y) for y in lp.term.operands]

@@ -332,25 +332,33 @@ class PanelReuse(Pass):
         for o in pre:
             o.parent = region
         types = [r.type for r in F.results] + [v.type for v in state_in]
-        results_of_f = list(F.results)
-        inner, inner_yield = F, list(F.results) + state_in
-        for k in reversed(range(len(cands))):
-            then, results = self._panel_version(F, cands[k])
-            then.append(Op("yield", results + outs[k], [], loc=loc))
-            other = [inner, Op("yield", inner_yield, [], loc=loc)]
-            inner = Op("if", [uses[k]], types, regions=[_region(then), _region(other)], loc=loc)
-            inner_yield = list(inner.results)
-        top = inner
-        region.ops[i + len(pre)] = top
-        top.parent = region
-        for r, old in zip(top.results, results_of_f):
-            r.name = old.name
-        mapping = {id(a): b for a, b in zip(results_of_f, top.results)}
-        inside = {id(o) for o in top.walk()}
+        n = len(F.results)
+        at = i + len(pre)
+        # the versions, innermost first.  What runs when no use_k holds: F -- or, when the last
+        # candidate's panel holds every trip, that candidate's version: on a miss it fills the panel
+        # instead of the double buffers, at F's pace, and F itself is not kept (less code)
+        if cands[-1].split:
+            ops, results, chosen = [F], list(F.results) + state_in, cands
+        else:
+            ops, results = self._panel_version(F, cands[-1])
+            results, chosen = results + outs[-1], cands[:-1]
+        for k in reversed(range(len(chosen))):
+            then, res = self._panel_version(F, chosen[k])
+            then.append(Op("yield", res + outs[k], [], loc=loc))
+            other = ops + [Op("yield", results, [], loc=loc)]
+            top = Op("if", [uses[k]], types, regions=[_region(then), _region(other)], loc=loc)
+            for r, old in zip(top.results, F.results):
+                r.name = old.name
+            ops, results = [top], list(top.results)
+        region.ops[at:at + 1] = ops
+        for o in ops:
+            o.parent = region
+        mapping = {id(a): b for a, b in zip(F.results, results[:n])}
+        inside = {id(x) for o in ops for x in o.walk()}
         for o in fn.walk():
             if id(o) not in inside:
                 o.operands = [mapping.get(id(v), v) for v in o.operands]
-        state = list(top.results[len(results_of_f):])
+        state = results[n:]
         # thread the state out through the ifs around F, to P's yield
         for if_op, r in reversed(path):
             base = len(if_op.results)
