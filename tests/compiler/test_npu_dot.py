@@ -317,3 +317,34 @@ def test_a_dot_larger_than_half_of_l0b_alternates_the_halves():
     isa = h.asm["isa"]
     assert sorted(set(re.findall(r"mov\.l1\.l0b\S* l0b\[(\d+)\]", isa))) == ["0", "32768"], isa
     assert isa.count("mmad") == 2, isa
+
+
+@tritonpu.jit
+def _mm_skipped(a_ptr, b_ptr, c_ptr, K, MLIM, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    pid = tl.program_id(0)
+    rm = pid * BM + tl.arange(0, BM)
+    rn = tl.arange(0, BN)
+    rk = tl.arange(0, BK)
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    if pid * BM < MLIM:
+        for k in range(0, K, BK):
+            a = tl.load(a_ptr + rm[:, None] * K + (k + rk)[None, :])
+            b = tl.load(b_ptr + (k + rk)[:, None] * BN + rn[None, :])
+            acc += tl.dot(a, b)
+    tl.store(c_ptr + rm[:, None] * BN + rn[None, :], acc)
+
+
+@pytest.mark.parametrize("opts", [{}, {"double_buffer": False}, {"disable_passes": ("panel-reuse",)}])
+def test_zeros_a_branch_yields_when_it_skips_the_k_loop_stay_zeros(opts):
+    # the zeros are made once, before the program loop; the branch that runs the K loop must not
+    # drain its accumulator over them (a later program that skips the loop stored an earlier sum)
+    M, N, K, BM, BN, BK, MLIM = 256, 64, 256, 64, 64, 32, 128
+    rng = np.random.default_rng(0)
+    a = (rng.random((M, K)) - 0.5).astype(np.float16)
+    b = (rng.random((K, N)) - 0.5).astype(np.float16)
+    ref = a.astype(np.float32) @ b.astype(np.float32)
+    ref[MLIM:] = 0
+    c = np.full((M, N), 7.0, np.float32)
+    _mm_skipped[(M // BM,)](a, b, c, K, MLIM, BM=BM, BN=BN, BK=BK, cores=1, **opts)
+    assert not c[MLIM:].any()
+    np.testing.assert_allclose(c, ref, atol=1e-3, rtol=1e-3)

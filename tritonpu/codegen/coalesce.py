@@ -184,6 +184,19 @@ class Coalescing:
             owners = self._arg_owners = {id(a): o for o in self.fn.walk() for r in o.regions for a in r.args}
         return owners.get(id(v))
 
+    def _made_before_loop(self, op: Op, values) -> bool:
+        """One of ``values`` is made before a loop the op is in: every trip reads it again (a
+        block hoisted out of the program loop, ``acc = tl.zeros(...)`` yielded by the branch of
+        an if that skips the K loop) -- writing over it would leave the next trip another value."""
+        p = op.parent.parent if op.parent is not None else None
+        while p is not None:
+            if p.name in ("for", "while"):
+                start = self.span[id(p)][0]
+                if any(self.defined.get(id(v), 0) < start for v in values):
+                    return True
+            p = p.parent.parent if p.parent is not None else None
+        return False
+
     def _dies_into(self, op: Op, i: int, y) -> bool:
         """Every value that shares ``y``'s storage (``y``, what it views, what views it) is read
         only inside the ``if`` and made before it or in the branch that yields ``y`` as result
@@ -192,6 +205,8 @@ class Coalescing:
         the result's buffer."""
         gy = self.group_of[id(y)]
         ours = [v for v in gy.values if not any(v is r for r in op.results)]
+        if self._made_before_loop(op, ours):
+            return False                # read again by the next trip of a loop around the if
 
         def inside(u):
             return any(self._top_op(u, r) is not None for r in op.regions)

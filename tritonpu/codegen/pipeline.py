@@ -92,6 +92,8 @@ def _compile_npu(ir_text: str, options, print_after) -> NpuKernel:
     except PassError as e:
         raise CompilationError(f"internal compiler error: {e}") from None
     except CompilationError as e:
+        if " of L1" in e.message and "panel-reuse" in pm.pipeline and TRIAL_AFTER_CLEANUP.get():
+            return _without_panels(ir_text, options, print_after, e)
         # a loop rewrite judged to fit before the cleanup pass, which then changed what is live
         # together: compile again, judging each rewrite on the cleaned-up function
         if " at once but " not in e.message or TRIAL_AFTER_CLEANUP.get() or \
@@ -110,8 +112,10 @@ def _compile_npu(ir_text: str, options, print_after) -> NpuKernel:
         header, nodes = em.run()
     except CompilationError as e:
         # Buffer planning fits the tiles; emission adds temporaries (a sort's or a reduction's
-        # scratch rows).  When those are what no longer fits next to the second buffers, the
-        # kernel compiles without double buffering rather than not at all.
+        # scratch rows, dot operands staged in L1).  When those are what no longer fits next to
+        # the second buffers (an L1 panel), the kernel compiles without them rather than not at all.
+        if " of L1" in e.message and any(op.name == "panel_fill" for op in fn.walk()):
+            return _without_panels(ir_text, options, print_after, e)
         if "Unified Buffer" not in e.message:
             raise
         if any(op.attrs.get("stagger") == "on" for op in fn.walk()):
@@ -141,6 +145,14 @@ def _compile_npu(ir_text: str, options, print_after) -> NpuKernel:
     except AsmError as e:
         raise CompilationError(f"internal compiler error: the emitted assembly does not assemble: {e}") from None
     return out
+
+
+def _without_panels(ir_text, options, print_after, e) -> NpuKernel:
+    """The kernel compiled again without L1 panels (passes/panel_reuse.py), with a note saying why."""
+    skip = tuple((options or {}).get("disable_passes") or ()) + ("panel-reuse",)
+    retry = _compile_npu(ir_text, {**(options or {}), "disable_passes": skip}, print_after)
+    retry.notes.insert(0, f"L1 panels left out: {e.message.split(';')[0]}")
+    return retry
 
 
 def _double_buffered(fn) -> bool:

@@ -170,6 +170,10 @@ def _plan(fn, machine):
         groups = [g for g in an.groups if g.home == space]
         panels, region = _panels(groups) if space == L1 else ([], 0)
         if panels:
+            if region > m.capacity[space]:
+                raise CompilationError.at(
+                    f"the kernel needs {region} bytes of L1 at once but L1 holds {m.capacity[space]}: its L1 panel "
+                    "alone takes them", panels[0].first.owner.loc)
             groups = [g for g in groups if not any(g is p for p in panels)]
             peak = _first_fit(groups, m.align[space], m.capacity[space] - region, space, addr_of) + region
             for g in groups:

@@ -16,37 +16,43 @@ writes, at an address computed by pure ops from F's induction variable, carried 
 advance the same way every trip, and values from outside F.  Of those outside values, the ones a
 program computes (from its id, by pure scalar ops: its *tag*, with F's bounds) must be integers.
 Two programs with equal tags then load equal tiles at every trip (nothing writes the argument).
-At most two candidates (A and B) are kept, each with a panel of ``slots`` tiles: F's trip count
-when the launch's scalar arguments give it and L1 has room (a guard, as Triton specializes on
-arguments), else as many as L1 has room for beside the kernel's other tiles and the buffers
-double buffering will want for F's loads -- then F's first ``slots`` trips use the panel and the
-rest run as before, in a second loop that goes on with the same accumulator (a panel that cannot
-hold every trip must hold at least ``MIN_SPLIT``, or it is not kept).  Nothing is kept when
-MTE2 does not pace F's trips (estimated from the shapes: the panel saves MTE2 work only; measured
-on cube-bound loops: 2048^3 128x256x64 split, 109056 -> 112523 cycles; 1024^3 128x256x128, whose
-panel holds every trip, 22530 -> 23756, the cores' first reads of DDR shifting).
+At most two candidates (A and B) are kept, each with a panel of ``slots`` tiles.  When the
+launch's scalar arguments give F's trip count (a guard, as Triton specializes on arguments): that
+many if L1 has room, else as many as it has room for -- then F's first ``slots`` trips use the
+panel and the rest run as written, in a second loop that goes on with the same accumulator (at
+least ``MIN_SPLIT`` trips, or no panel).  When they do not (a bound computed from the program id,
+a loop under a branch): as many as L1 has room for, and a program whose trips do not fit runs F
+as written.  "Room": beside the kernel's tiles, the second buffers double buffering will want
+(the program loop's and the largest of the loops inside it) and the L1 copies of dot operands
+computed on the vector unit.  Nothing is kept when MTE2 does not pace F's trips (estimated from
+the shapes: the panel saves MTE2 work only; measured on cube-bound loops: 2048^3 128x256x64
+split, 109056 -> 112523 cycles; 1024^3 128x256x128, whose panel holds every trip, 22530 ->
+23756, the cores' first reads of DDR shifting).
 
-F is replaced by ``if use_A { F_A } else if use_B { F_B } else { F }``, where F_X is F with X's
-load turned into ``panel_fill(slot, miss_X, ...)`` and ``panel_tile(slot, miss_X)`` -- trip t's
-tile in slot t -- and P carries which operand the panel holds and its tag.  ``hit_X``: the panel
-holds X with this program's tag; ``miss_X = not hit_X``.  ``use_X``: ``hit_X``, or no hit of the
-other candidate and the core's next program (``pid + num_programs``, evaluated on the same pure
+F is replaced by ``if use_A { F_A } else if use_B { F_B } else { F }`` -- without the last
+``else`` when B's panel holds every trip of every program: F_B then runs what F would, on a miss
+filling the panel instead of the double buffers -- where F_X is F with X's load turned into
+``panel_fill(slot, miss_X, ...)`` and ``panel_tile(slot, miss_X)`` (trip t's tile in slot t), and
+P carries which operand the panel holds and its tag.  ``hit_X``: the panel holds X with this
+program's tag; ``miss_X = not hit_X``.  ``use_X``: the trips fit, and ``hit_X`` or (no hit of the
+other candidate and) the core's next program (``pid + num_programs``, evaluated on the same pure
 ops with divisions by zero made harmless) computes the same tag for X.  The prediction only picks
 a version; every version computes exactly what F did (results bitwise unchanged): F_X on a miss
 fills every slot it reads, on a hit it reads the tiles the panel holds, filled by an earlier
 program of this core from the same addresses.  The panel is one L1 region for the whole kernel
 (buffer planning puts it first), so nothing else is placed over it between programs; double
-buffering prefetches the fills like loads, each into its trip's slot.
+buffering prefetches the fills like loads, each into its trip's slot.  When emission still runs
+out of L1 beside a panel, the kernel is compiled again without panels (a note says so).
 """
 from __future__ import annotations
 
 import copy
 
-from tritonpu.codegen.homes import const_value, elem_bytes, panel_slot_bytes, tile_bytes
+from tritonpu.codegen.homes import PANEL_ALIGN, const_value, elem_bytes, panel_slot_bytes, tile_bytes
 from tritonpu.ir import Function, Op, Value
 from tritonpu.ir import types as T
 from tritonpu.passes.manager import Pass, register
-from tritonpu.passes.rewrite import LoopView, clone_op, positive_step, root, trip_work, written_by
+from tritonpu.passes.rewrite import TILE_LOADS, LoopView, clone_op, positive_step, root, trip_work, written_by
 from tritonpu.passes.specialize import decide, launch_value
 
 MAX_CANDIDATES = 2          # the panel holds one operand at a time; a dot has two
@@ -65,6 +71,8 @@ class _Cand:
         self.ld, self.leaves, self.chain = ld, leaves, chain
         self.slots = 0
         self.split = False          # the panel holds F's first `slots` trips only
+        self.fits = None            # i1: this program's trips fit the panel (None: every program's do)
+        self.fits_ops: list = []
         self.held: list = []        # P's region arguments: the tag the panel holds for this load
 
 
@@ -106,11 +114,12 @@ class PanelReuse(Pass):
             return
         users = _users(fn)
         for F, path in _loops(P.regions[0], []):
-            if F.attrs.get("stagger") or F.attrs.get("double_buffer") or not positive_step(F.operands[2]):
+            if str(F.attrs.get("stagger", "")).startswith("on") or F.attrs.get("double_buffer") or \
+                    not positive_step(F.operands[2]):
                 continue
             cands = self._candidates(fn, P, F, users, written)
             if cands:
-                cands = self._size(fn, F, cands)
+                cands = self._size(fn, P, F, cands)
             if cands:
                 self._rewrite(fn, P, F, path, cands[:MAX_CANDIDATES])
                 return
@@ -220,7 +229,7 @@ class PanelReuse(Pass):
         return [o for o in P.walk() if id(o) in need]
 
     # ---- how many slots ---------------------------------------------------------------------------
-    def _size(self, fn, F, cands) -> list:
+    def _size(self, fn, P, F, cands) -> list:
         """Give each candidate its slots; drop those whose panel cannot hold F's trips."""
         from tritonpu.errors import CompilationError
         from tritonpu.isa.machines import machine
@@ -231,10 +240,19 @@ class PanelReuse(Pass):
         except CompilationError:
             return []
         lv = LoopView(F)
-        tiles = [o for o in F.regions[0].ops if o.name == "load_tile" and len(o.result.type.shape) == 2]
-        # beside the kernel's tiles, F's loads keep the buffers double buffering will want
-        loads = sum(tile_bytes(o.result.type) for o in tiles)
-        budget = machine("ascend910b").capacity["l1"] - peak - (stages_for(lv, tiles) - 1) * loads
+        tiles = _tiles(F)
+
+        def second_buffers(loop) -> int:
+            return (stages_for(LoopView(loop), _tiles(loop)) - 1) * sum(tile_bytes(o.result.type) for o in _tiles(loop))
+
+        # beside the kernel's tiles: the buffers double buffering will want -- the program loop's
+        # (the next program's first tiles) and the largest of the loops inside it --, and the L1
+        # copies of dot operands computed on the vector unit, staged after the plan (emit_cube)
+        db = second_buffers(P) + max((second_buffers(o) for o in P.walk() if o.name == "for" and o is not P),
+                                     default=0)
+        staged = sum(-(-tile_bytes(v.type) // PANEL_ALIGN) * PANEL_ALIGN + PANEL_ALIGN
+                     for o in P.walk() if o.name == "dot" for v in o.operands[:2] if not _loaded(v))
+        budget = machine("ascend910b").capacity["l1"] - peak - staged - db
         mte2, cube, vector = trip_work(lv, tiles)
         if mte2 <= max(cube, vector):
             return []           # the panel saves MTE2 work: nothing when the cube or vector unit paces F
@@ -251,13 +269,16 @@ class PanelReuse(Pass):
             if n is not None and n <= 0:
                 continue
             slots = int(n) if n is not None and n <= most else most
-            if (n is None or slots < n) and slots < MIN_SPLIT:
+            if n is not None and slots < n and slots < MIN_SPLIT:
                 continue                # F split in two: worth it for at least MIN_SPLIT trips
-            # the panel holds every trip (decided from the launch's arguments: a guard), or else
-            # the first `slots` (F is split there)
             fits = _mk("cmp", [trips, _mk("constant", [], trips.type, ops, F.loc, value=slots)], T.i1, ops, F.loc,
                        pred="le")
-            c.split = decide(fn, ops, fits) is not True
+            known = decide(fn, ops, fits)
+            # the launch's arguments give the trips (a guard): the panel holds every trip, or else
+            # the first `slots` (F is split there); they do not (a bound from the program id, a
+            # loop under a branch): a program uses the panel when its trips fit, F as written else
+            c.split = known is False
+            c.fits, c.fits_ops = (None, []) if known is not None else (fits, ops)
             c.slots = slots
             kept.append(c)
         return kept
@@ -309,6 +330,9 @@ class PanelReuse(Pass):
             if k == 0 and len(cands) > 1:
                 alt = mk("and", [not_(cands[1].hit), alt], T.i1)
             use = mk("or", [c.hit, alt], T.i1)
+            if c.fits is not None:
+                pre.extend(c.fits_ops)
+                use = mk("and", [c.fits, use], T.i1)
             if uses:
                 use = mk("and", [use, not_(uses[0])], T.i1)
             uses.append(use)
@@ -337,7 +361,7 @@ class PanelReuse(Pass):
         # the versions, innermost first.  What runs when no use_k holds: F -- or, when the last
         # candidate's panel holds every trip, that candidate's version: on a miss it fills the panel
         # instead of the double buffers, at F's pace, and F itself is not kept (less code)
-        if cands[-1].split:
+        if cands[-1].split or cands[-1].fits is not None:
             ops, results, chosen = [F], list(F.results) + state_in, cands
         else:
             ops, results = self._panel_version(F, cands[-1])
@@ -423,6 +447,18 @@ class PanelReuse(Pass):
         tail.operands[0] = end
         tail.operands[3:] = list(fx.results)
         return ops + [fx, tail], list(tail.results)
+
+
+def _tiles(loop) -> list:
+    """The 2-D tile loads at the top of ``loop``'s body (what double buffering gives second buffers)."""
+    return [o for o in loop.regions[0].ops if o.name == "load_tile" and len(o.result.type.shape) == 2]
+
+
+def _loaded(v) -> bool:
+    """A dot operand straight from a tile load (viewed transposed or not): it lives in L1."""
+    while v.owner is not None and v.owner.name == "permute":
+        v = v.owner.operands[0]
+    return v.owner is not None and v.owner.name in TILE_LOADS
 
 
 def _from_pid(v, in_p, pid) -> bool:
