@@ -24,24 +24,8 @@ from tritonpu.passes import PassManager
 from tritonpu.testing import filecheck
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+from cube import plain_matmul as blocked_matmul  # noqa: E402  (acc += tl.dot(a, b), no masks)
 from cube import tutorial_matmul  # noqa: E402  (Triton's tutorial as published)
-
-
-@tritonpu.jit
-def blocked_matmul(a_ptr, b_ptr, c_ptr, K, stride_am, stride_bk, stride_cm,
-                   BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GRID_N: tl.constexpr):
-    pid = tl.program_id(0)
-    pid_m = pid // GRID_N
-    pid_n = pid % GRID_N
-    rm = pid_m * BM + tl.arange(0, BM)
-    rn = pid_n * BN + tl.arange(0, BN)
-    rk = tl.arange(0, BK)
-    acc = tl.zeros((BM, BN), dtype=tl.float32)
-    for k in range(0, K, BK):
-        a = tl.load(a_ptr + rm[:, None] * stride_am + (k + rk)[None, :])
-        b = tl.load(b_ptr + (k + rk)[:, None] * stride_bk + rn[None, :])
-        acc += tl.dot(a, b)
-    tl.store(c_ptr + rm[:, None] * stride_cm + rn[None, :], acc)
 
 
 @tritonpu.jit
@@ -77,7 +61,7 @@ def _blocked(a, b, BM, BN, BK, cores=None, off=False, sanitize=True, c=None):
     (M, K), N = a.shape, b.shape[1]
     c = np.zeros((M, N), np.float32) if c is None else c
     opts = {"disable_passes": ("panel-reuse",)} if off else {}
-    h = blocked_matmul[(M // BM * (N // BN),)](a, b, c, K, K, N, N, BM=BM, BN=BN, BK=BK, GRID_N=N // BN,
+    h = blocked_matmul[(M // BM * (N // BN),)](a, b, c, K, N=N, BM=BM, BN=BN, BK=BK,
                                                cores=cores, sanitize=sanitize, **opts)
     return c, h
 
@@ -259,12 +243,12 @@ def test_a_split_k_loop_goes_on_in_the_same_accumulator(double_buffer):
     # accumulator staying in L0C across both (with and without double buffering)
     a, b, ref = _inputs(256, 128, 4096, seed=4)
     c = np.zeros((256, 128), np.float32)
-    h = blocked_matmul[(4,)](a, b, c, 4096, 4096, 128, 128, BM=128, BN=64, BK=64, GRID_N=2, cores=2,
+    h = blocked_matmul[(4,)](a, b, c, 4096, N=128, BM=128, BN=64, BK=64, cores=2,
                              double_buffer=double_buffer, sanitize=True)
     assert "panel_fill" in h.asm["panel-reuse"] and "vadd" not in h.asm["isa"]     # never drained to UB
     np.testing.assert_allclose(c, ref, atol=2e-2, rtol=1e-2)
     c_off = np.zeros_like(c)
-    blocked_matmul[(4,)](a, b, c_off, 4096, 4096, 128, 128, BM=128, BN=64, BK=64, GRID_N=2, cores=2,
+    blocked_matmul[(4,)](a, b, c_off, 4096, N=128, BM=128, BN=64, BK=64, cores=2,
                          double_buffer=double_buffer, sanitize=True, disable_passes=("panel-reuse",))
     assert c.tobytes() == c_off.tobytes()
 
