@@ -170,27 +170,3 @@ def test_a_program_order_parameter_is_tuned_on_the_best_blocks_within_the_budget
     a, b, c = args[:3]
     np.testing.assert_allclose(c, a.astype(np.float32) @ b.astype(np.float32), rtol=1e-2, atol=1e-2)
     assert "GROUP_M" in kern.best_config.kwargs
-
-
-@tritonpu.jit
-def _which_programs(out_ptr, n, BLOCK: tl.constexpr):
-    pid = tl.program_id(0)
-    offs = pid * BLOCK + tl.arange(0, BLOCK)
-    tl.store(out_ptr + offs, offs * 0 + pid + 1, mask=offs < n)
-
-
-def test_a_probe_of_several_programs_runs_those_core_0_of_the_launch_runs():
-    # with panel reuse a core's later programs may reuse an operand, so the probe must run the
-    # programs a core really runs one after another (0, cores, 2 * cores), not 0, 1, 2
-    assert executors._first_programs((100, 1, 1), 3, 24) == (3, (49, 1, 1), 24)
-    assert executors._first_programs((30, 1, 1), 3, 24) == (2, (25, 1, 1), 24)
-    assert executors._first_programs((20, 1, 1), 3, 24) is None          # one round
-    assert executors._first_programs((4, 6, 1), 3, 24) == (3, (3, 1, 1), 1)
-    n = 49 * 16
-    out = np.zeros(n, np.int32)
-    from tritonpu.codegen.pipeline import launch_npu
-    _which_programs[(49,)](out, n, BLOCK=16)                          # compile (the launch's own run)
-    kernel = next(iter(_which_programs.cache.values()))
-    out[...] = 0
-    launch_npu(kernel, [out, n], (49, 1, 1), {"cores": 1, "probe_stride": 24, "sanitize": True})
-    assert sorted(set(out.tolist()) - {0}) == [1, 25, 49]

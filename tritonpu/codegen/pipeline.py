@@ -229,11 +229,8 @@ def launch_npu(kernel, arrays, grid, options) -> object:
         sanitize = options.get("sanitize")
         if sanitize is None:
             sanitize = os.environ.get("TRITONPU_SANITIZE", "1") not in ("0", "false", "no")
-        # (``probe_stride``, an autotuner's probe: the core reports that many cores, so it runs
-        # the programs 0, stride, 2 * stride ... a core of the whole launch would)
-        stride = options.get("probe_stride")
-        stats = prog.run(args, grid=grid, sanitize=sanitize, trace=bool(options.get("trace")),
-                         cores=options.get("cores"), reported_grid=(stride, 1, 1) if stride and art.persistent else None)
+        stats = prog.run(args, grid=grid, sanitize=sanitize,
+                         trace=bool(options.get("trace")), cores=options.get("cores"))
     except NpuError as e:
         raise _execution_error(e, user_grid) from None
     except LaunchError:

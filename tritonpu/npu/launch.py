@@ -155,26 +155,22 @@ def bind(st, prog, args, base_dir=None):
 
 
 def launch(prog, args, grid=(1,), machine="ascend910b", sanitize=True, trace=False, cores=None,
-           max_steps=50_000_000, base_dir=None, reported_grid=None):
+           max_steps=50_000_000, base_dir=None):
     # Decoding makes thousands of closures and the run thousands of small tuples, none of them in
     # reference cycles: the cyclic garbage collector would only rescan them (a third of a
     # launch's time), so it is paused for the launch.
     was_enabled = gc.isenabled()
     gc.disable()
     try:
-        return _launch(prog, args, grid, machine, sanitize, trace, cores, max_steps, base_dir, reported_grid)
+        return _launch(prog, args, grid, machine, sanitize, trace, cores, max_steps, base_dir)
     finally:
         if was_enabled:
             gc.enable()
 
 
-def _launch(prog, args, grid, machine, sanitize, trace, cores, max_steps, base_dir, reported_grid=None):
+def _launch(prog, args, grid, machine, sanitize, trace, cores, max_steps, base_dir):
     m = get_machine(machine)
     grid = normalize_grid(grid)
-    # ``block_num`` answers ``reported_grid`` when given: the programs run are the first of a
-    # launch that size (an autotuner's probe of one core of a persistent kernel: its programs are
-    # then those the core would run in the whole launch)
-    reported = normalize_grid(reported_grid) if reported_grid is not None else grid
     nprog = grid[0] * grid[1] * grid[2]
     ncores = int(cores) if cores is not None else m.cores
     if ncores < 1:
@@ -201,7 +197,7 @@ def _launch(prog, args, grid, machine, sanitize, trace, cores, max_steps, base_d
         fnss = [decode(c, prog) for c in states]
     try:
         for c in states:
-            c.grid, c.nprog, c.reported = grid, nprog, reported
+            c.grid, c.nprog = grid, nprog
         code = prog.code
         from tritonpu.profile.progress import Deferred
         bar = Deferred(used, f"simulating {prog.name} (cores done)")

@@ -196,7 +196,7 @@ def _sgrid(st, inst, prog):
         if ax is None:
             R[d] = st.pid if idx else st.nprog
         else:
-            R[d] = st.block[ax] if idx else st.reported[ax]
+            R[d] = st.block[ax] if idx else st.grid[ax]
         tick(S, cost, inst)
     return run
 

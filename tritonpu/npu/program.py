@@ -161,9 +161,8 @@ class Program:
         return "\n".join(out) + "\n"
 
     def run(self, args: dict | None = None, grid=(1,), machine="ascend910b", sanitize: bool = True,
-            trace: bool = False, cores: int | None = None, max_steps: int = 50_000_000, reported_grid=None):
-        """Launch on the virtual NPU; GM arrays in ``args`` are written in place; returns Stats.
-        ``reported_grid``: what ``block_num`` answers, when not ``grid`` (see launch)."""
+            trace: bool = False, cores: int | None = None, max_steps: int = 50_000_000):
+        """Launch on the virtual NPU; GM arrays in ``args`` are written in place; returns Stats."""
         from .launch import launch
         return launch(self, args or {}, grid=grid, machine=machine, sanitize=sanitize,
-                      trace=trace, cores=cores, max_steps=max_steps, reported_grid=reported_grid)
+                      trace=trace, cores=cores, max_steps=max_steps)

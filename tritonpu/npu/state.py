@@ -75,7 +75,6 @@ class State:
         self.pid = 0
         self.gpid = 0
         self.nprog = 1
-        self.reported = (1, 1, 1)   # the grid block_num answers (launch's reported_grid, else grid)
         self.loops = {}         # for-instruction index -> [end, step]
         self.core = 0
         self.flags = {}         # (src, dst, event) -> pending set_flag; the decoded syncs hold it

@@ -193,18 +193,13 @@ def run_trial(spec: TrialSpec, arrays, mode: str = "simulate", known: dict | Non
             stats = launch_npu(kernel, _fresh(spec, arrays), grid, spec.options)
             # A persistent kernel's core runs its programs as one loop: work that does not depend
             # on the program (a hoisted load of weights, a constant) may be done once per core, or
-            # once per pair of programs, and a later program may find an operand's tiles still in
-            # L1 (panel reuse), so program 0 alone can do more than each later one.  When a core
-            # of the launch runs several programs, the first ``q`` of them (up to 3) also run:
-            # what the later ones add is measured, not assumed.  They are the programs core 0 of
-            # the launch runs (0, cores, 2 * cores: a 1-D grid), one core that reports the
-            # launch's core count, or else the first q programs of one axis.
-            ncores = int(spec.options.get("cores") or _cores())
-            rounds = -(-math.prod(spec.grid) // ncores)
-            first = _first_programs(spec.grid, min(rounds, 3), ncores) if mode == "probe" and art.persistent \
-                else None
+            # once per pair of programs, so program 0 alone can do more than each later one.  When
+            # a core of the launch runs several programs, the first ``q`` of them (up to 3) also
+            # run on one core: what the later ones add is measured, not assumed.
+            rounds = -(-math.prod(spec.grid) // int(spec.options.get("cores") or _cores()))
+            first = _first_programs(spec.grid, min(rounds, 3)) if mode == "probe" and art.persistent else None
             stats_q = None if first is None else launch_npu(kernel, _fresh(spec, arrays), first[1],
-                                                            {**spec.options, "cores": 1, "probe_stride": first[2]})
+                                                            {**spec.options, "cores": 1})
         except CompilationError as e:
             out.update(error="compile", reason=_first_line(e))
             return out
@@ -233,20 +228,14 @@ def _fresh(spec: TrialSpec, arrays) -> list:
     return trial
 
 
-def _first_programs(grid, q: int, cores: int = 1):
-    """(n, grid, stride): the first ``n`` programs (``2 <= n <= q``) core 0 of a launch on
-    ``cores`` runs -- programs 0, cores, 2 * cores ... of a 1-D grid (one core reporting ``cores``
-    runs them: the grid then ends after the n-th) -- or else the first n along one axis (stride 1),
-    or None."""
-    if grid[1] == grid[2] == 1 and cores > 1:
-        n = min(q, -(-grid[0] // cores))
-        return (n, ((n - 1) * cores + 1, 1, 1), cores) if n >= 2 else None
+def _first_programs(grid, q: int):
+    """(n, grid): a grid of the first ``n`` programs along one axis, ``2 <= n <= q``, or None."""
     best = max(grid)
     n = min(q, best)
     if n < 2:
         return None
     axis = next(a for a, g in enumerate(grid) if g >= n)
-    return n, tuple(n if a == axis else 1 for a in range(3)), 1
+    return n, tuple(n if a == axis else 1 for a in range(3))
 
 
 def _cores() -> int:
