@@ -52,7 +52,8 @@ from tritonpu.codegen.homes import PANEL_ALIGN, const_value, elem_bytes, panel_s
 from tritonpu.ir import Function, Op, Value
 from tritonpu.ir import types as T
 from tritonpu.passes.manager import Pass, register
-from tritonpu.passes.rewrite import TILE_LOADS, LoopView, clone_op, positive_step, root, trip_work, written_by
+from tritonpu.passes.rewrite import (TILE_LOADS, LoopView, clone_op, positive_step, region_of, root, trip_work,
+                                     written_by)
 from tritonpu.passes.specialize import decide, launch_value
 
 MAX_CANDIDATES = 2          # the panel holds one operand at a time; a dot has two
@@ -370,7 +371,7 @@ class PanelReuse(Pass):
             then, res = self._panel_version(F, chosen[k])
             then.append(Op("yield", res + outs[k], [], loc=loc))
             other = ops + [Op("yield", results, [], loc=loc)]
-            top = Op("if", [uses[k]], types, regions=[_region(then), _region(other)], loc=loc)
+            top = Op("if", [uses[k]], types, regions=[region_of([], then), region_of([], other)], loc=loc)
             for r, old in zip(top.results, F.results):
                 r.name = old.name
             ops, results = [top], list(top.results)
@@ -484,14 +485,6 @@ def _mk(name, operands, ty, into, loc, **attrs) -> Value:
     o = Op(name, operands, [ty], attrs, loc=loc)
     into.append(o)
     return o.result
-
-
-def _region(ops):
-    from tritonpu.ir import Region
-    r = Region([], ops)
-    for o in ops:
-        o.parent = r
-    return r
 
 
 def _trips(lb, ub, step, ops, loc) -> Value:

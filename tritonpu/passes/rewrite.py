@@ -83,12 +83,18 @@ def load_extents(ld: Op) -> list:
     return [(1 + rank + d, 0 if d == rank - 1 else shape[d]) for d in range(rank)]
 
 
+def region_of(args: list, ops: list) -> Region:
+    """A region of arguments ``args`` holding ``ops`` (their parent set)."""
+    r = Region(args, ops)
+    for o in ops:
+        o.parent = r
+    return r
+
+
 def loop_like(loop: Op, args: list, ops: list) -> Op:
     """A ``for`` with ``loop``'s bounds, initial values, attributes and result names, and a body
     of region arguments ``args`` and ``ops``."""
-    body = Region(args, ops)
-    for o in ops:
-        o.parent = body
+    body = region_of(args, ops)
     new = Op("for", list(loop.operands), [r.type for r in loop.results], dict(loop.attrs), [body], loop.loc)
     for a, b in zip(loop.results, new.results):
         b.name = a.name

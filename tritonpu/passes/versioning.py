@@ -32,7 +32,7 @@ from tritonpu.ir import types as T
 from tritonpu.passes.cse import CommonSubexpressionElimination
 from tritonpu.passes.dce import DeadCodeElimination
 from tritonpu.passes.rewrite import (TILE_LOADS, clone, clone_op, invariant_slice, loop_like, positive_step,
-                                     replace_all_uses)
+                                     region_of, replace_all_uses)
 from tritonpu.passes.manager import Pass, register
 from tritonpu.passes.specialize import decide
 from tritonpu.passes.unswitch import versions_if
@@ -113,13 +113,6 @@ def _plan(fn: Function, body: Region):
     return cands, cond_ops, cond, moved, once
 
 
-def _region(args, ops) -> Region:
-    r = Region(args, ops)
-    for o in ops:
-        o.parent = r
-    return r
-
-
 @register
 class Versioning(Pass):
     name = "versioning"
@@ -177,7 +170,7 @@ class Versioning(Pass):
         else:
             fast.append(Op("yield", [], [], loc=ret.loc))
             slow = rest + [Op("yield", [], [], loc=ret.loc)]
-            outer = Op("if", [cond], [], regions=[_region([], fast), _region([], slow)], loc=ret.loc)
+            outer = Op("if", [cond], [], regions=[region_of([], fast), region_of([], slow)], loc=ret.loc)
             body.ops = moved + cond_ops + [outer, ret]
         for o in body.ops:
             o.parent = body
