@@ -13,9 +13,11 @@ Kernels:
   BLOCK_N 64 and 128.
 
 Columns: simulated cycles; the roofline (DESIGN.md section 6) and efficiency = roofline / cycles;
-``tile bound``: the fewest cycles the tile shape allows -- the busiest of the cube, MTE2 (every
-program's operand bytes at the L2 rate), MTE1 and FIX per program, times the programs the
-busiest core runs, and never under the roofline -- and ``of bound`` = tile bound / cycles;
+``tile bound``: the fewest cycles the tile shape allows -- the busiest of the cube, MTE2, MTE1
+and FIX over the programs the busiest core runs, never under the roofline; MTE2 moves each
+program's operand bytes at the L2 rate, less, after the core's first program, the smaller
+operand's K panel when it fits L1 beside two buffers of each tile (a core's next program may
+share it: panel reuse) -- and ``of bound`` = tile bound / cycles;
 ``overlap``: the busiest pipe's busy cycles on the slowest core / cycles (1.0: that pipe never
 idles). Results are checked against numpy. Sanitizer off. ``--quick``: 1024^3 only, attention
 at 2 heads.
@@ -105,14 +107,19 @@ def matmul_tile_bound(M, N, K, bm, bn, bk, es=2, cores=24, roofline=0.0):
     k0 = 32 // es
     trips = _ceil(K, bk)
     cube = _ceil(bm, 16) * _ceil(bn, 16) * _ceil(bk, k0) * trips
-    mte2 = (bm * bk + bk * bn) * es * trips / M910.l2_bytes_per_cycle
+    a, b = bm * bk * es * trips, bk * bn * es * trips          # one program's operand bytes
+    # a core's later programs may find the smaller operand's K panel still in L1 (panel reuse)
+    # when it fits beside two buffers of each operand tile
+    keep = min(a, b) if min(a, b) + 2 * (bm + bn) * bk * es <= M910.capacity["l1"] else 0
+    mte2 = (a + b) / M910.l2_bytes_per_cycle
+    mte2_later = (a + b - keep) / M910.l2_bytes_per_cycle
     mte1 = (bm * bk * es / M910.paths["l1->l0a"].bytes_per_cycle
             + bk * bn * es / M910.paths["l1->l0b"].bytes_per_cycle) * trips
     fix = bm * bn * 4 / M910.paths["l0c->gm"].bytes_per_cycle
     programs = _ceil(M, bm) * _ceil(N, bn)
     rounds = _ceil(programs, cores)
-    per = max(cube, mte2, mte1, fix)
-    return max(roofline, rounds * per), {"cube": cube, "mte2": mte2, "mte1": mte1, "fix": fix}
+    core = max(rounds * cube, mte2 + (rounds - 1) * mte2_later, rounds * mte1, rounds * fix)
+    return max(roofline, core), {"cube": cube, "mte2": mte2, "mte2_later": mte2_later, "mte1": mte1, "fix": fix}
 
 
 def overlap(st) -> float:

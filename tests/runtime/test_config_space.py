@@ -170,3 +170,23 @@ def test_a_program_order_parameter_is_tuned_on_the_best_blocks_within_the_budget
     a, b, c = args[:3]
     np.testing.assert_allclose(c, a.astype(np.float32) @ b.astype(np.float32), rtol=1e-2, atol=1e-2)
     assert "GROUP_M" in kern.best_config.kwargs
+
+
+def test_the_estimate_counts_what_later_programs_take_not_less_for_their_ddr_reads():
+    """A probe's later programs (q = 3 on one core) took 22000 cycles more than program 0 for
+    16000 cycles of cube work: the 6000 are their fixed cost (accumulator drain, first tiles).  Their
+    DDR reads overlapped the cube, so the probe's all-bytes-from-DDR saving (26000 more than program
+    0's) must not be subtracted -- it left pipe work alone, and a panel config whose later
+    programs reuse an operand ranked ahead of a faster cube-bound one (2048^3: 112011 against
+    103534 cycles, the faster left unsimulated)."""
+    probe = {"cycles": 25000, "ddr_saving": 23000, "pipe_work": {"cube": 8000, "mte2": 9500},
+             "core": {"programs": 3, "cycles": 47000, "ddr_saving": 49000,
+                      "pipe_work": {"cube": 24000, "mte2": 19000}}}
+    # warm program 0: max(9500 of MTE2 work, 25000 - 23000); each of the 10 later rounds: 22000 / 2
+    assert cs.estimate(probe, 256, 24) == 9500 + 10 * 11000
+    # later programs that take less than their pipe work (a slice of the probe overlapped): the work
+    probe["core"]["cycles"] = 35000
+    assert cs.estimate(probe, 256, 24) == 9500 + 10 * 8000
+    # without a core probe: every round takes program 0's warm time
+    del probe["core"]
+    assert cs.estimate(probe, 256, 24) == 11 * 9500

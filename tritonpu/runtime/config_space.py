@@ -382,13 +382,17 @@ def lower_bound(result: dict, programs: int, cores: int) -> float:
 def estimate(result: dict, programs: int, cores: int) -> float:
     """The order the search simulates in: one program's warm time, plus for each later program of
     the slowest core what a later program adds on average (program 0's warm time again without a
-    probe of the first programs of a core); no overlap between the programs of a core assumed.  A
-    ranking, not a bound."""
+    probe of the first programs of a core): the cycles the probe's later programs took, never less
+    than their pipes' work.  Their DDR reads are not discounted: they overlap other pipes' work
+    (and a line read again comes from L2), so the probe's all-bytes-from-DDR saving overstates
+    them -- subtracted, it hid each program's fixed cost (the accumulator's drain, the first
+    tiles' latency) and ranked configs whose later programs reuse an operand too well.  No overlap
+    between the programs of a core assumed.  A ranking, not a bound."""
     rounds = math.ceil(programs / cores)
     core = result.get("core")
     if not core:
         return rounds * _warm(result)
     q = core["programs"]
     work = max(max(core["pipe_work"].get(k, 0) - v, 0) for k, v in (result.get("pipe_work") or {"": 0}).items())
-    later = max(work, (core["cycles"] - result["cycles"]) - (core["ddr_saving"] - result["ddr_saving"]), 0)
+    later = max(work, core["cycles"] - result["cycles"], 0)
     return _warm(result) + (rounds - 1) * later / (q - 1)
