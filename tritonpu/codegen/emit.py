@@ -40,6 +40,13 @@ SPILL_RESERVE = 6          # registers kept free for temporaries once values sta
 RESERVED = re.compile(r"^(s\d+|ub|l1|l0a|l0b|l0c|all|S|V|M|FIX|MTE[123])$")
 
 
+def _clobbers(dst, src) -> bool:
+    """Writing ``dst`` (a Tile or a register) changes what ``src`` holds."""
+    if isinstance(dst, Tile) and isinstance(src, Tile):
+        return dst.space == src.space and dst.addr < src.addr + src.nbytes and src.addr < dst.addr + dst.nbytes
+    return isinstance(dst, Reg) and isinstance(src, Reg) and str(dst) == str(src)
+
+
 class Emitter(ScalarEmitter, VectorEmitter, MemoryEmitter, CubeEmitter):
     def __init__(self, fn, machine="ascend910b"):
         self.fn = fn
@@ -330,28 +337,37 @@ class Emitter(ScalarEmitter, VectorEmitter, MemoryEmitter, CubeEmitter):
         return self.new_reg(v)
 
     def parallel_copy(self, homes: list, values: list, carried: list) -> None:
-        """Copy values[i] into homes[i]; values that are themselves carried homes are saved first."""
-        saved = {}
-        carried_ids = {id(c) for c in carried}
-        for i, v in enumerate(values):
-            if id(v) in carried_ids and self.home.get(id(v)) != homes[i]:
-                h = self.val(v)
-                if isinstance(h, Tile):
-                    t = self.temp_tile(h.dtype, h.shape, h.esize)
-                    self.copy_tile(t, h)
-                    saved[i] = t
-                elif isinstance(h, Reg):
-                    r = self.temp_reg()
-                    self.emit(f"mov {r}, {h}", "S")
-                    saved[i] = r
-        for i, (h, v) in enumerate(zip(homes, values)):
-            src = saved.get(i)
-            if src is None:
+        """Copy values[i] into homes[i] all at once (a yield: ``carried`` are the region's own
+        arguments).  A copy runs only when no copy still to run reads the bytes (or register) it
+        writes -- a value may sit in another value's home (computed in place over a carried tile:
+        ``a, b = b, a + b``) -- and a cycle is broken by saving one source in a temporary first."""
+        moves = []                          # [home, value, its location, saved copy or None]
+        for h, v in zip(homes, values):
+            src = self.val(v)
+            if isinstance(src, Tile) and src == h or \
+                    isinstance(h, Reg) and not isinstance(src, Tile) and str(src) == str(h):
+                continue
+            moves.append([h, v, src, None])
+        while moves:
+            k = next((k for k, m in enumerate(moves)
+                      if not any(j != k and _clobbers(m[0], o[3] or o[2]) for j, o in enumerate(moves))), None)
+            if k is None:                   # a cycle: the first copy waits for another's source
+                o = next(o for o in moves[1:] if _clobbers(moves[0][0], o[3] or o[2]))
+                src = o[2]
+                if isinstance(src, Tile):
+                    o[3] = self.temp_tile(src.dtype, src.shape, src.esize)
+                    self.copy_tile(o[3], src)
+                else:
+                    o[3] = self.temp_reg()
+                    self.emit(f"mov {o[3]}, {src}", "S")
+                continue
+            h, v, _, saved = moves.pop(k)
+            if saved is None:
                 self.copy_into(None, v, home=h)
             elif isinstance(h, Reg):
-                self.emit(f"mov {h}, {src}", "S")
+                self.emit(f"mov {h}, {saved}", "S")
             else:
-                self.copy_tile(h, src)
+                self.copy_tile(h, saved)
 
     def op_for(self, op) -> None:
         lb, ub, step, *inits = op.operands
@@ -376,6 +392,7 @@ class Emitter(ScalarEmitter, VectorEmitter, MemoryEmitter, CubeEmitter):
         def inner():
             self.region(body.ops[:-1])
             self.op = body.ops[-1]
+            self._check_params(iters, body.ops[-1].operands)
             self.parallel_copy(homes, body.ops[-1].operands, iters)
         loop = Loop(head, self.nested(inner))
         self.op = saved_op
@@ -391,6 +408,17 @@ class Emitter(ScalarEmitter, VectorEmitter, MemoryEmitter, CubeEmitter):
             for d in dsts:
                 self.param_of[id(d)] = self.param_of[id(src)]
 
+    def _check_params(self, carried, values) -> None:
+        """Every value a loop yields (a branch gives) for a carried pointer points into the argument
+        that pointer was bound to: an instruction names one GM argument."""
+        for c, v in zip(carried, values):
+            a, b = self.param_of.get(id(c)), self.param_of.get(id(v))
+            if c.type.scalar.is_ptr and a is not None and b is not None and a != b:
+                self.fail(f"a pointer that may point into different kernel arguments (`{a}` or `{b}`: chosen "
+                          "by a branch, or swapped in a loop as in `src, dst = dst, src`) is not supported on "
+                          "the NPU: an instruction addresses one argument; branch around the loads and "
+                          "stores of each argument instead")
+
     def _carry_param_later(self, src, *dsts) -> None:
         """Pointer results of a while take their parameter from the before-region (emitted first)."""
         self._later = getattr(self, "_later", [])
@@ -405,6 +433,8 @@ class Emitter(ScalarEmitter, VectorEmitter, MemoryEmitter, CubeEmitter):
         def branch(region):
             self.region(region.ops[:-1])
             self.op = region.ops[-1]
+            if region is op.regions[1]:
+                self._check_params(op.regions[0].ops[-1].operands, region.ops[-1].operands)
             self.parallel_copy(homes, region.ops[-1].operands, [])
         test = [Instr(f"br.eq {cond}, 0, {{target}}", "S", loc=op.loc)]
         # the branch that runs an L1 panel's loop (passes/panel_reuse.py) keeps the ids of the
@@ -441,12 +471,14 @@ class Emitter(ScalarEmitter, VectorEmitter, MemoryEmitter, CubeEmitter):
             for src, dsts in getattr(self, "_later", []):
                 self._carry_param(src, *dsts)
             self.op = term
+            self._check_params(after.args, term.operands[1:])
             self.parallel_copy(homes_out, term.operands[1:], before.args)
             cond_reg.append(self.scalar(term.operands[0]))
 
         def second():
             self.region(after.ops[:-1])
             self.op = after.ops[-1]
+            self._check_params(before.args, after.ops[-1].operands)
             self.parallel_copy(homes_in, after.ops[-1].operands, after.args)
         b = self.nested(first)
         a = self.nested(second)

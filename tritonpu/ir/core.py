@@ -29,13 +29,14 @@ UNKNOWN_LOC = Loc("<unknown>", 0, 0)
 class Value:
     """An SSA value: a function or region argument, or an op result."""
 
-    __slots__ = ("type", "name", "owner", "index")
+    __slots__ = ("type", "name", "owner", "index", "region")
 
     def __init__(self, type: Type, name: str | None = None, owner: "Op | None" = None, index: int = 0):
         self.type = type
         self.name = name          # a hint for the printer (the source variable), may repeat
         self.owner = owner        # defining op, or None for arguments
         self.index = index
+        self.region = None        # the region whose argument it is (None: an op result or a kernel argument)
 
     def __repr__(self) -> str:
         return f"Value({self.name or '?'}: {self.type})"
@@ -48,8 +49,16 @@ class Region:
 
     def __init__(self, args: list[Value] | None = None, ops: list["Op"] | None = None):
         self.args = list(args or [])
+        for a in self.args:
+            a.region = self
         self.ops = list(ops or [])
         self.parent: Op | None = None
+
+    def add_arg(self, v: Value) -> Value:
+        """Append a region argument."""
+        self.args.append(v)
+        v.region = self
+        return v
 
     @property
     def terminator(self) -> "Op | None":

@@ -88,7 +88,7 @@ class MemoryAnalysis(Pass):
             zero = Op("constant", [], [T.i64], {"value": 0}, loc=op.loc)
             pre.append(zero)
             d_arg = Value(T.i64, f"{arg.name or 'p'}_off")
-            body.args.append(d_arg)
+            body.add_arg(d_arg)
             res = Value(T.i64, None, op, len(op.results))
             op.results.append(res)
             op.operands.append(zero.result)

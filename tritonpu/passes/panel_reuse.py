@@ -398,7 +398,7 @@ class PanelReuse(Pass):
     def _carry(P, ty, init) -> Value:
         """A new value P carries (initial value ``init``); its region argument."""
         arg = Value(ty, None)
-        P.regions[0].args.append(arg)
+        P.regions[0].add_arg(arg)
         P.operands.append(init)
         P.results.append(Value(ty, None, owner=P, index=len(P.results)))
         return arg

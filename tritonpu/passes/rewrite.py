@@ -29,15 +29,56 @@ def positive_step(v) -> bool:
     return op.name == "num_programs"
 
 
-def root(ptr):
-    """The kernel argument a pointer (or block of pointers) points into, or None if unknown."""
+_CYCLE = object()      # root(): the path came back to a carried pointer already being resolved
+
+
+def root(ptr, _seen=()):
+    """The kernel argument a pointer (or block of pointers) points into, or None if unknown.  A
+    pointer a loop carries points into one argument when its initial value and every value the
+    loop yields for it do (``src, dst = dst, src`` over two arguments: None)."""
     v = ptr
     while v.owner is not None and v.owner.name in _POINTER_PATH:
         v = v.owner.operands[0]
     if v.owner is not None and v.owner.name == "select":
-        a, b = root(v.owner.operands[1]), root(v.owner.operands[2])
-        return a if a is not None and a is b else None
-    return v if v.owner is None and v.type.is_ptr else None
+        return _agree([root(x, _seen) for x in v.owner.operands[1:3]], _seen)
+    if v.owner is not None or not v.type.is_ptr:
+        return None
+    if v.region is None:
+        return v                            # a kernel argument
+    if id(v) in _seen:
+        return _CYCLE
+    sources = _carried_from(v)
+    if not sources:
+        return None
+    return _agree([root(x, _seen + (id(v),)) for x in sources], _seen)
+
+
+def _agree(roots, seen):
+    if any(r is None for r in roots):
+        return None
+    real = [r for r in roots if r is not _CYCLE]
+    if not real:
+        return _CYCLE if seen else None
+    return real[0] if all(r is real[0] for r in real) else None
+
+
+def _carried_from(arg) -> list:
+    """The values a region argument takes: a loop's initial value and what its trips yield."""
+    reg, op = arg.region, arg.region.parent
+    if op is None:
+        return []
+    k = reg.args.index(arg)
+    if op.name == "for" and k > 0:
+        term = reg.terminator
+        return [op.operands[2 + k]] + ([term.operands[k - 1]] if term is not None else [])
+    if op.name == "while":
+        before, after = op.regions
+        if reg is before:
+            term = after.terminator
+            return [op.operands[k]] + ([term.operands[k]] if term is not None else [])
+        term = before.terminator
+        return [term.operands[1 + k]] if term is not None else []
+    return []
 
 
 def written_by(ops) -> set:
