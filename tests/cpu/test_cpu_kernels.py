@@ -311,6 +311,25 @@ def test_device_print_matches_ref(capfd):
     assert got == want and "pid (1, 0, 0) x=[0, 1, 2, 3]" in got
 
 
+@tritonpu.jit
+def print_pid_kernel(x_ptr, BLOCK: tl.constexpr):
+    x = tl.load(x_ptr + tl.arange(0, BLOCK)) * 3
+    tl.device_print("x=", x)
+    tl.device_print("pid=", tl.program_id(0))
+
+
+def test_device_print_shows_the_values_not_what_sits_at_an_optimised_away_buffer(capfd):
+    """The print buffers were internal globals the kernel writes and never reads: LLVM removed them
+    and the callback printed other memory (an arange for x, 2.0f's bits for the program id)."""
+    x = np.arange(4, dtype=np.float32) + 2
+    print_pid_kernel[(2,)](x, BLOCK=4, backend="ref")
+    want = capfd.readouterr().out
+    print_pid_kernel[(2,)](x, BLOCK=4, backend="cpu")
+    got = capfd.readouterr().out
+    assert got == want
+    assert "pid (1, 0, 0) x=[6.0, 9.0, 12.0, 15.0]" in got and "pid (1, 0, 0) pid=1" in got
+
+
 def test_check_report_on_handle():
     n = 100
     x, y = np.random.rand(n).astype(np.float32), np.random.rand(n).astype(np.float32)

@@ -28,3 +28,18 @@ def test_in_bounds_copy_is_exact():
     b = np.zeros(16, np.float32)
     _shifted_copy[(1,)](a, b, 0, backend="ref")
     np.testing.assert_array_equal(a, b)
+
+
+@tritonpu.jit
+def full_kernel(O, V: tl.constexpr, BLOCK: tl.constexpr, DT: tl.constexpr):
+    tl.store(O + tl.arange(0, BLOCK), tl.full([BLOCK], V, DT))
+
+
+@pytest.mark.parametrize("value,dt,np_dt,want", [(-1, tl.uint32, np.uint32, 4294967295), (255, tl.int8, np.int8, -1),
+                                                 (3000000000, tl.int32, np.int32, -1294967296)])
+def test_an_integer_constant_the_type_cannot_hold_wraps_on_every_backend(value, dt, np_dt, want):
+    """The reference backend raised numpy's OverflowError (no kernel line); NPU and CPU wrap."""
+    for backend in ("ref", "cpu", "npu"):
+        o = np.zeros(8, np_dt)
+        full_kernel[(1,)](o, V=value, BLOCK=8, DT=dt, backend=backend)
+        np.testing.assert_array_equal(o, np.full(8, want, np_dt), err_msg=backend)

@@ -165,6 +165,9 @@ def lower_print(ctx, op, ins):
     for v, x in zip(op.operands, ins):
         ty = v.type
         g = ctx.buffer(numel(ty.shape), mem_type(ty.scalar), "pr")
+        # read by the print callback, not by the kernel: an internal global written and never read
+        # is optimised away (the callback then read whatever sat at its address)
+        g.linkage = ""                  # (the default: external)
         if ty.is_block:
             ctx.write(g, x, ty.shape, ty.scalar)
         else:

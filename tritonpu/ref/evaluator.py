@@ -181,11 +181,24 @@ EVAL = {
     "permute": lambda op, x: np.transpose(x, op.attrs["order"]),
     "slice": lambda op, x: x[tuple(slice(0, n) for n in op.results[0].type.shape)],
     "arange": lambda op: np.arange(op.attrs["start"], op.attrs["end"], dtype=np.int32),
-    "constant": lambda op: np.full(op.results[0].type.shape, op.attrs["value"], _npdt(op.results[0].type)),
+    "constant": lambda op: np.full(op.results[0].type.shape, _wrapped(op.attrs["value"], _npdt(op.results[0].type)),
+                                   _npdt(op.results[0].type)),
     "reduce": _reduce,
     "scan": _scan,
     "dot": _dot,
 }
+
+def _wrapped(value, dt):
+    """An integer constant the type cannot hold (``tl.full([B], -1, tl.uint32)``) wraps modulo
+    2**bits, as on the NPU and CPU backends."""
+    dt = np.dtype(dt)
+    if dt.kind in "iu" and isinstance(value, int) and not isinstance(value, bool):
+        bits = 8 * dt.itemsize
+        value %= 1 << bits
+        if dt.kind == "i" and value >= 1 << (bits - 1):
+            value -= 1 << bits
+    return value
+
 
 _CMP = {"lt": np.less, "le": np.less_equal, "gt": np.greater, "ge": np.greater_equal, "eq": np.equal,
         "ne": np.not_equal}
