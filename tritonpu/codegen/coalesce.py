@@ -40,6 +40,9 @@ class Coalescing:
                 if v in op.results or (v.owner is not None and self._top_op(v.owner, body) is None):
                     continue    # made outside the body (the init before it, the odd trips after it)
                 for u, _ in self.users.get(id(v), []):
+                    if u is term and any(w is v for j, w in enumerate(term.operands) if j != i):
+                        last = 1 << 60      # yielded into another slot too (a, b = b, f(a)): read
+                        break               # at the trip's end, after y would have replaced it
                     if u is term or _writes_over(u, v, y):
                         continue
                     top = self._top_op(u, body)
