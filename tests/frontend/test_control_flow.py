@@ -459,3 +459,35 @@ def test_early_return_type_mismatch_is_reported():
     with pytest.raises(tritonpu.CompilationError, match="the function returns f32 in one branch and i32 in the "
                                                         "other; cast so both returns have one type"):
         bad_return_kernel[(1,)](np.zeros(1, np.float32))
+
+
+@tritonpu.jit
+def _same_in_both_branches(a_ptr, b_ptr, o_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    a = tl.load(a_ptr + offs)
+    b = tl.load(b_ptr + offs)
+    k = 5
+    if n > 1:
+        a, b = b, a
+        k = 7
+        c = a
+    else:
+        a, b = b, a
+        k = 7
+        c = a
+    tl.store(o_ptr + offs, a)
+    tl.store(o_ptr + BLOCK + offs, b)
+    tl.store(o_ptr + 2 * BLOCK + offs, c + k)
+
+
+@pytest.mark.parametrize("backend", ["ref", "cpu", "npu"])
+def test_a_name_both_branches_rebind_to_the_same_value_takes_it(backend):
+    """Both branches of a runtime if set a name to one value made before the if (the same swap, the
+    same constant): the name was left at its value from before the if (a silent wrong result on
+    every backend), or undefined when new (`c`)."""
+    B = 16
+    a = np.arange(B, dtype=np.int32)
+    b = a + 100
+    o = np.zeros(3 * B, np.int32)
+    _same_in_both_branches[(1,)](a, b, o, 2, BLOCK=B, backend=backend)
+    np.testing.assert_array_equal(o, np.concatenate([b, a, b + 7]))

@@ -78,15 +78,22 @@ class ControlFlow:
         then_r, else_r = Region(), Region()
         then_s = self._in_region(then_r, dict(before), node.body)
         else_s = self._in_region(else_r, dict(before), node.orelse)
-        names, results = [], []
+        names, results, same = [], [], {}
         for name in list(dict.fromkeys(list(then_s) + list(else_s))):
             t, e = then_s.get(name, _MISSING), else_s.get(name, _MISSING)
-            if t is e or t is _MISSING or e is _MISSING:
+            if t is _MISSING or e is _MISSING:
+                continue
+            if t is e:
+                # both branches give the same value, made before the if (a branch's own values are
+                # its own): it is the name's value after the if, even when that is not the value
+                # it had before (`a, b = b, a` in both branches)
+                same[name] = t
                 continue
             if not (_is_number(t) or isinstance(t, tensor)) or not (_is_number(e) or isinstance(e, tensor)):
                 if t != e:
                     raise self.error(node, f"`{name}` is set to different non-tensor values in the branches of "
                                            "a runtime if")
+                same[name] = t
                 continue
             names.append(name)
             results.append((t, e))
@@ -105,6 +112,7 @@ class ControlFlow:
         for name, res in zip(names, op.results):
             res.name = name
             self.scope[name] = tensor(res, res.type)
+        self.scope.update(same)
 
     def _materialize(self, region: Region, v, like) -> tensor:
         """``v`` as a tensor created inside ``region``. A number takes the other side's dtype when that
