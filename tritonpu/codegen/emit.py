@@ -336,9 +336,8 @@ class Emitter(ScalarEmitter, VectorEmitter, MemoryEmitter, CubeEmitter):
             return self.dense_tile(v, self.planned(planned_v if planned_v is not None else v))
         return self.new_reg(v)
 
-    def parallel_copy(self, homes: list, values: list, carried: list) -> None:
-        """Copy values[i] into homes[i] all at once (a yield: ``carried`` are the region's own
-        arguments).  A copy runs only when no copy still to run reads the bytes (or register) it
+    def parallel_copy(self, homes: list, values: list) -> None:
+        """Copy values[i] into homes[i] all at once (a yield).  A copy runs only when no copy still to run reads the bytes (or register) it
         writes -- a value may sit in another value's home (computed in place over a carried tile:
         ``a, b = b, a + b``) -- and a cycle is broken by saving one source in a temporary first."""
         moves = []                          # [home, value, its location, saved copy or None]
@@ -382,7 +381,7 @@ class Emitter(ScalarEmitter, VectorEmitter, MemoryEmitter, CubeEmitter):
             if i not in self.an.l0c_continued.get(id(op), {}):      # (else it goes on in its tile)
                 self.zero_l0c(homes[i], self.an.l0c_loops[id(op)][i][0])
         self.parallel_copy([h for i, h in enumerate(homes) if i not in in_l0c],
-                           [v for i, v in enumerate(inits) if i not in in_l0c], [])
+                           [v for i, v in enumerate(inits) if i not in in_l0c])
         ivr = self.new_reg(iv)
         self.define(iv, ivr)
         head = Instr(f"for {ivr}, {self.scalar(lb)}, {self.scalar(ub)}, {self.scalar(step)}", "S",
@@ -393,7 +392,7 @@ class Emitter(ScalarEmitter, VectorEmitter, MemoryEmitter, CubeEmitter):
             self.region(body.ops[:-1])
             self.op = body.ops[-1]
             self._check_params(iters, body.ops[-1].operands)
-            self.parallel_copy(homes, body.ops[-1].operands, iters)
+            self.parallel_copy(homes, body.ops[-1].operands)
         loop = Loop(head, self.nested(inner))
         self.op = saved_op
         self.out.append(loop)
@@ -435,7 +434,7 @@ class Emitter(ScalarEmitter, VectorEmitter, MemoryEmitter, CubeEmitter):
             self.op = region.ops[-1]
             if region is op.regions[1]:
                 self._check_params(op.regions[0].ops[-1].operands, region.ops[-1].operands)
-            self.parallel_copy(homes, region.ops[-1].operands, [])
+            self.parallel_copy(homes, region.ops[-1].operands)
         test = [Instr(f"br.eq {cond}, 0, {{target}}", "S", loc=op.loc)]
         # the branch that runs an L1 panel's loop (passes/panel_reuse.py) keeps the ids of the
         # panel's own flags from the sync pass (not the branches around it: only there are they used)
@@ -458,7 +457,7 @@ class Emitter(ScalarEmitter, VectorEmitter, MemoryEmitter, CubeEmitter):
         cond_op = before.ops[-1]
         for v, a, r in zip(cond_op.operands[1:], after.args, op.results):
             self._carry_param_later(v, a, r)
-        self.parallel_copy(homes_in, op.operands, [])
+        self.parallel_copy(homes_in, op.operands)
         homes_out = [self.carried_home(r) for r in op.results]
         for a, r, h in zip(after.args, op.results, homes_out):
             self.define(a, h)
@@ -471,15 +470,14 @@ class Emitter(ScalarEmitter, VectorEmitter, MemoryEmitter, CubeEmitter):
             for src, dsts in getattr(self, "_later", []):
                 self._carry_param(src, *dsts)
             self.op = term
-            self._check_params(after.args, term.operands[1:])
-            self.parallel_copy(homes_out, term.operands[1:], before.args)
+            self.parallel_copy(homes_out, term.operands[1:])
             cond_reg.append(self.scalar(term.operands[0]))
 
         def second():
             self.region(after.ops[:-1])
             self.op = after.ops[-1]
             self._check_params(before.args, after.ops[-1].operands)
-            self.parallel_copy(homes_in, after.ops[-1].operands, after.args)
+            self.parallel_copy(homes_in, after.ops[-1].operands)
         b = self.nested(first)
         a = self.nested(second)
         self.op = op
