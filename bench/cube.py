@@ -15,9 +15,10 @@ Kernels:
 Columns: simulated cycles; the roofline (DESIGN.md section 6) and efficiency = roofline / cycles;
 ``tile bound``: the fewest cycles the tile shape allows -- the busiest of the cube, MTE2, MTE1
 and FIX over the programs the busiest core runs, never under the roofline; MTE2 moves each
-program's operand bytes at the L2 rate, less, after the core's first program, the smaller
-operand's K panel when it fits L1 beside two buffers of each tile (a core's next program may
-share it: panel reuse) -- and ``of bound`` = tile bound / cycles;
+program's operand bytes at the L2 rate (on the core that moves the most), less, in each program
+that shares an operand with the core's previous one (the kernel's program order tells), as much
+of that operand's K panel as fits L1 beside two buffers of each tile (panel reuse; the operand
+that saves more when both are shared) -- and ``of bound`` = tile bound / cycles;
 ``overlap``: the busiest pipe's busy cycles on the slowest core / cycles (1.0: that pipe never
 idles). Results are checked against numpy. Sanitizer off. ``--quick``: 1024^3 only, attention
 at 2 heads.
@@ -102,24 +103,47 @@ def _ceil(a, b):
     return -(-a // b)
 
 
-def matmul_tile_bound(M, N, K, bm, bn, bk, es=2, cores=24, roofline=0.0):
-    """The fewest cycles this tile shape allows on the preset (see the module docstring)."""
+def grouped_order(M, N, bm, bn, group=8):
+    """The tutorial's program order: program id -> (pid_m, pid_n)."""
+    num_m, num_n = _ceil(M, bm), _ceil(N, bn)
+
+    def order(pid):
+        first_m = pid // (group * num_n) * group
+        size = min(num_m - first_m, group)
+        return first_m + (pid % (group * num_n)) % size, (pid % (group * num_n)) // size
+    return order
+
+
+def matmul_tile_bound(M, N, K, bm, bn, bk, es=2, cores=24, roofline=0.0, order=None):
+    """The fewest cycles this tile shape allows on the preset (see the module docstring).
+    ``order``: program id -> (pid_m, pid_n) (default: row-major, ``pid_n = pid % n``)."""
     k0 = 32 // es
     trips = _ceil(K, bk)
     cube = _ceil(bm, 16) * _ceil(bn, 16) * _ceil(bk, k0) * trips
     a, b = bm * bk * es * trips, bk * bn * es * trips          # one program's operand bytes
-    # a core's later programs may find the smaller operand's K panel still in L1 (panel reuse)
-    # when it fits beside two buffers of each operand tile
-    keep = min(a, b) if min(a, b) + 2 * (bm + bn) * bk * es <= M910.capacity["l1"] else 0
-    mte2 = (a + b) / M910.l2_bytes_per_cycle
-    mte2_later = (a + b - keep) / M910.l2_bytes_per_cycle
+    num_n = _ceil(N, bn)
+    order = order or (lambda pid: divmod(pid, num_n))
+    # a core's next program may find the operand it shares with the previous one (same rows of A,
+    # same columns of B) still in L1 as a K panel (panel reuse): as much of it as fits beside two
+    # buffers of each operand tile (a panel may hold the first trips only); the panel holds one
+    # operand, the one that saves more
+    room = M910.capacity["l1"] - 2 * (bm + bn) * bk * es
+    programs = _ceil(M, bm) * num_n
+    mte2 = 0.0
+    for core in range(min(cores, programs)):
+        loaded, prev = 0, None
+        for pid in range(core, programs, cores):
+            m, n = order(pid)
+            shared = [min(x, room) for x, same in ((a, prev and prev[0] == m), (b, prev and prev[1] == n)) if same]
+            loaded += a + b - max(shared, default=0)
+            prev = (m, n)
+        mte2 = max(mte2, loaded / M910.l2_bytes_per_cycle)
     mte1 = (bm * bk * es / M910.paths["l1->l0a"].bytes_per_cycle
             + bk * bn * es / M910.paths["l1->l0b"].bytes_per_cycle) * trips
     fix = bm * bn * 4 / M910.paths["l0c->gm"].bytes_per_cycle
-    programs = _ceil(M, bm) * _ceil(N, bn)
     rounds = _ceil(programs, cores)
-    core = max(rounds * cube, mte2 + (rounds - 1) * mte2_later, rounds * mte1, rounds * fix)
-    return max(roofline, core), {"cube": cube, "mte2": mte2, "mte2_later": mte2_later, "mte1": mte1, "fix": fix}
+    core = max(rounds * cube, mte2, rounds * mte1, rounds * fix)
+    return max(roofline, core), {"cube": cube, "mte2": mte2, "mte1": mte1, "fix": fix}
 
 
 def overlap(st) -> float:
@@ -171,7 +195,8 @@ def tutorial(n, rng, configs):
                 GROUP_SIZE_M=8, sanitize=False)
             return c, h
         r = row(f"tutorial {n}^3 {bm}x{bn}x{bk}", launch, lambda c: _close(c[:64], ref, 2e-2, 1e-2),
-                lambda st, bm=bm, bn=bn, bk=bk: matmul_tile_bound(n, n, n, bm, bn, bk, roofline=st.roofline_cycles)[0])
+                lambda st, bm=bm, bn=bn, bk=bk: matmul_tile_bound(n, n, n, bm, bn, bk, roofline=st.roofline_cycles,
+                                                               order=grouped_order(n, n, bm, bn))[0])
         out[(n, bm, bn, bk)] = r
     return out
 

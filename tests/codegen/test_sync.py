@@ -118,6 +118,42 @@ def test_without_pass_the_sanitizer_reports_a_race():
     assert_races(basic)
 
 
+def _grouped(ins, group):
+    ins.group = group
+    return ins
+
+
+@pytest.mark.parametrize("group", [None, 7])
+def test_a_prefetch_groups_loads_share_one_flag_when_the_reader_has_other_work_first(group):
+    """One trip's loads issued ahead (``Instr.group``): the first reader, queued behind other V
+    work, waits once for the group's last load, and the second reader needs no flag of its own."""
+    nodes = [_grouped(load(0, off=0), group), _grouped(load(4096, off=4096), group),
+             vdup(16384), vadds(20480, 0), vadds(24576, 4096), store(20480), store(24576, off=4096)]
+    rep = synced(nodes)
+    if group is None:       # a flag right after each load, each reader waiting for its own
+        assert body_lines(nodes)[:4] == ["mov.gm.ub ub[0], x[0], 1, 4096, 0, 0", "set_flag MTE2, V, 0",
+                                         "mov.gm.ub ub[4096], x[4096], 1, 4096, 0, 0", "set_flag MTE2, V, 1"]
+        assert rep.events_used[("MTE2", "V")] == 2
+    else:
+        assert body_lines(nodes)[:4] == ["mov.gm.ub ub[0], x[0], 1, 4096, 0, 0",
+                                         "mov.gm.ub ub[4096], x[4096], 1, 4096, 0, 0", "set_flag MTE2, V, 0",
+                                         "vdup.f32 ub[16384], 1.0, 1024"]
+        assert flags(nodes).count("wait_flag MTE2, V, 0") == 1 and rep.events_used[("MTE2", "V")] == 1
+    x, y = run(nodes)
+    np.testing.assert_array_equal(y[:2048], x[:2048] + 1)
+
+
+def test_a_reader_right_behind_its_group_keeps_its_own_flag():
+    """No other V work before the first reader: it may start before the group's later loads land."""
+    nodes = [_grouped(load(0, off=0), 3), _grouped(load(4096, off=4096), 3),
+             vadds(20480, 0), vadds(24576, 4096), store(20480), store(24576, off=4096)]
+    rep = synced(nodes)
+    assert rep.events_used[("MTE2", "V")] == 2
+    assert body_lines(nodes)[1] == "set_flag MTE2, V, 0"
+    x, y = run(nodes)
+    np.testing.assert_array_equal(y[:2048], x[:2048] + 1)
+
+
 def test_two_reads_of_one_load_need_one_pair():
     nodes = [load(0), vadds(4096, 0), vadds(8192, 0), store(4096), store(8192, off=4096)]
     rep = synced(nodes)

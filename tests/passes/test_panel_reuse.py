@@ -88,7 +88,8 @@ def test_both_operands_become_panels_with_the_trip_count_the_launch_gives():
     a, b, _ = _inputs(256, 256, 256)
     _, h = _blocked(a, b, 64, 64, 32, cores=4)
     ir = h.asm["panel-reuse"]
-    # P carries the panel's state: which operand it holds and each operand's tag
+    # P carries the panel's state: which operand it holds and each operand's tag; each operand's
+    # version is an `if` on its miss flag: a loop that fills the panel and one that only reads it
     filecheck(ir, """
         CHECK: = for %0, %3, %1,
         CHECK: set_program %pid
@@ -96,12 +97,37 @@ def test_both_operands_become_panels_with_the_trip_count_the_launch_gives():
         CHECK: panel_fill
         CHECK-NEXT: panel_tile
         CHECK: dot
+        CHECK: } {
+        CHECK-NOT: panel_fill
+        CHECK: panel = "8 slots"
+        CHECK-NOT: panel_fill
+        CHECK: = constant {value = false} : i1
+        CHECK-NOT: panel_fill
+        CHECK: panel_tile
+        CHECK-NOT: panel_fill
+        CHECK: dot
         CHECK: panel = "8 slots"
         CHECK: panel_fill
         CHECK-NEXT: panel_tile
         CHECK: dot
+        CHECK: } {
+        CHECK-NOT: panel_fill
+        CHECK: panel = "8 slots"
+        CHECK-NOT: panel_fill
+        CHECK: panel_tile
+        CHECK-NOT: panel_fill
+        CHECK: dot
+        CHECK-NOT: panel_fill
         CHECK: yield
     """)
+    # the filling loop runs on the operand's miss flag (the `if`'s condition), the reading one's
+    # tiles on the constant false
+    misses = re.findall(r"= if (%\d+) \{", ir)
+    fills = re.findall(r"panel_fill %\d+, (%\d+),", ir)
+    assert len(fills) == 2 and set(fills) <= set(misses)
+    no = set(re.findall(r"(%\d+) = constant \{value = false\} : i1", ir))
+    reads = re.findall(r"panel_tile %\d+, (%\d+) ", ir)
+    assert len(reads) == 4 and sorted(r in no for r in reads) == [False, False, True, True]
     assert len(re.findall(r"panel_fill .*\{event = 0, shape = \[64, 32\], slots = 8\}", ir)) == 1
     assert len(re.findall(r"panel_fill .*\{event = 0, shape = \[32, 64\], slots = 8\}", ir)) == 1
     # the trip count came from K: no compare against the slots at run time
@@ -109,6 +135,24 @@ def test_both_operands_become_panels_with_the_trip_count_the_launch_gives():
     # after double buffering the fills run one trip ahead, on an event per buffer
     db = h.asm["double-buffer"]
     assert re.search(r"panel_fill .*event = 1", db) and re.search(r"panel_tile .*event = 1", db)
+
+
+def test_the_loop_a_hit_runs_fills_nothing_and_runs_its_loads_further_ahead():
+    """Short K trips (32x64x32): the loop that fills the panel keeps four buffers (each fill in
+    flight holds one of the panel's four flags), the one that only reads it eight -- its loads'
+    flags are one per trip (a prefetch group), so eight trips fit the eight event ids."""
+    a, b, ref = _inputs(256, 256, 1024)
+    c, h = _blocked(a, b, 32, 64, 32, cores=4)
+    db = h.asm["double-buffer"]
+    attrs = re.findall(r'(double_buffer = "on: \d buffers"|panel = "32 slots")', db)
+    assert attrs == ['double_buffer = "on: 4 buffers"', 'panel = "32 slots"', 'double_buffer = "on: 8 buffers"',
+                     'panel = "32 slots"'] * 2, attrs
+    # the reading loops' loads carry their trip's group; the filling loops' fills have events 0..3
+    assert re.search(r"load_tile .*prefetch = \d+", db)
+    assert set(re.findall(r"panel_fill .*event = (\d)", db)) == {"0", "1", "2", "3"}
+    c0, h0 = _blocked(a, b, 32, 64, 32, cores=4, off=True)
+    assert c.tobytes() == c0.tobytes()
+    np.testing.assert_allclose(c, ref, atol=1e-3, rtol=1e-3)
 
 
 def test_without_the_launch_arguments_a_program_checks_that_its_trips_fit():
@@ -119,12 +163,15 @@ def test_without_the_launch_arguments_a_program_checks_that_its_trips_fit():
     verify(fn)
     out = print_function(fn)
     slots = [int(n) for n in re.findall(r'panel = "(\d+) slots"', out)]
-    assert len(slots) == 2 and min(slots) >= 8
+    # each operand's loop that fills its panel and the one that only reads it
+    assert len(slots) == 4 and slots[0] == slots[1] and slots[2] == slots[3] and min(slots) >= 8
     for n in set(slots):        # ceil(K / 32) <= slots, computed per program
         assert re.search(rf"%\w+ = constant \{{value = {n}\}} : i32", out)
     assert out.count('{pred = "le"}') == 2
-    # A's version, B's version and the loop as written (for a program whose trips do not fit)
-    assert len(re.findall(r"= for ", out)) == 4 and "minimum" not in out
+    # A's versions, B's versions (filling, reading) and the loop as written (for a program whose
+    # trips do not fit)
+    assert len(re.findall(r"= for ", out)) == 6 and "minimum" not in out
+    assert out.count("panel_fill ") == 2
 
 
 def test_an_operand_whose_argument_the_kernel_writes_gets_no_panel():

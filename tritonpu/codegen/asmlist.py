@@ -53,6 +53,9 @@ class Instr:
     writes: tuple[Access, ...] = ()
     loc: object = None                          # tritonpu.ir.Loc or None
     comment: str = ""
+    # the loads of one trip a pipelined loop issues ahead (their ops' ``prefetch`` attribute):
+    # the sync pass may order them for their readers with one flag
+    group: object = None
 
     def render(self) -> str:
         s = self.text

@@ -133,7 +133,9 @@ class Emitter(ScalarEmitter, VectorEmitter, MemoryEmitter, CubeEmitter):
 
     # ---- output -------------------------------------------------------------------------------------
     def emit(self, text: str, pipe: str, reads=(), writes=(), comment="") -> Instr:
-        ins = Instr(text, pipe, tuple(reads), tuple(writes), getattr(self.op, "loc", None), comment)
+        op = self.op
+        ins = Instr(text, pipe, tuple(reads), tuple(writes), getattr(op, "loc", None), comment,
+                    op.attrs.get("prefetch") if op is not None else None)
         self.out.append(ins)
         return ins
 

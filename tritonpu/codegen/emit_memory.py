@@ -8,6 +8,7 @@ the ``other`` value on the vector unit before the transfer writes the valid part
 from __future__ import annotations
 
 from tritonpu.codegen.asmlist import Access, Guarded, Instr, Loop, While, panel_event
+from tritonpu.codegen.homes import const_value
 from tritonpu.codegen.values import Imm, Tile, asm_type
 from tritonpu.passes.memory_analysis import ATOMIC_TRANSFER_KINDS, ATOMIC_TRANSFER_TYPES
 
@@ -140,8 +141,12 @@ class MemoryEmitter:
         self.out_tile(op.result)            # a view of the panel; its slot is added where it is read
 
     def panel_wait(self, v) -> None:
-        """Before MTE1 first reads the panel tile ``v``: on a miss, wait for its fill."""
+        """Before MTE1 first reads the panel tile ``v``: on a miss, wait for its fill (nothing in
+        the version of a loop that only reads the panel: its miss flag is the constant false)."""
         tile = v.owner
+        miss = const_value(tile.operands[1])
+        if miss is not None and not miss:
+            return
         miss = self.scalar(tile.operands[1])
         self.out.append(Guarded(f"br.eq {miss}, 0", "S", loc=self.op.loc, body=[
             Instr(f"wait_flag MTE2, MTE1, {panel_event(tile.attrs['event'])}", "MTE1", loc=self.op.loc)]))

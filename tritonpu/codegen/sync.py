@@ -148,7 +148,7 @@ class _Pass:
                         if not isinstance(m, Instr):
                             break
                         run.append(m)
-                    seg = _Segment(self, st, run if loop is not None else None, loop, body_ids)
+                    seg = _Segment(self, st, run if loop is not None else None, loop, body_ids, run)
                 seg.instr(n)
                 continue
             if seg is not None:
@@ -234,11 +234,12 @@ class _Segment:
     """A straight-line run of instructions: state snapshots per position so a ``set_flag`` can be
     placed right after its producer, and per-(src, dst) event intervals to allocate ids."""
 
-    def __init__(self, p: _Pass, st: _State, run=None, loop=None, body_ids=()):
+    def __init__(self, p: _Pass, st: _State, run=None, loop=None, body_ids=(), whole=()):
         self.p, self.st = p, st                     # st is updated in place (shared with caller)
         # in a loop body: this run executes every trip, so a producer later in it (last trip's
         # instance) can set its flag right after itself for the next trip (loop-carried pair)
         self.run = run
+        self.whole = whole                          # the run's instructions (in or out of a loop)
         self.loop = loop
         self.body_ids = body_ids
         self.pos_of = {id(x): j for j, x in enumerate(run)} if run else {}
@@ -281,7 +282,7 @@ class _Segment:
         """(src, set position k or None for adjacent, event, keys the flag carries)."""
         mine = [self.issued[k] for k in need if self.st.recs[k].pipe == src and k in self.issued]
         if mine:
-            k = max(mine)
+            k = self._extend(src, self.instrs[i].pipe, max(mine), i)
             ev = self._free(src, k, i)
             if ev is not None:
                 later = {key for key, pos in self.issued.items() if pos > k}
@@ -300,8 +301,8 @@ class _Segment:
         if not ahead or any(k[0] in self.body_ids and k[0] not in self.pos_of for k in need
                             if self.st.recs[k].pipe == src):
             return None
-        kk = max(ahead)
         dst = self.instrs[i].pipe
+        kk = self._extend(src, dst, max(ahead), len(self.run))
         ev = self._carried_event(src, dst, kk)
         if ev is None:
             return None
@@ -310,6 +311,27 @@ class _Segment:
                 if self.st.recs[key].pipe == src and
                 ((key[0] in self.pos_of and base < self.pos_of[key[0]] <= kk) or key[0] not in self.body_ids)}
         return src, ("carried", kk), ev, keys
+
+    def _extend(self, src: str, dst: str, k: int, limit: int) -> int:
+        """Where a flag ``src -> dst`` set after run position ``k`` for a consumer at ``limit`` (or
+        in the next trip: ``limit`` is the run's end) goes instead: after the last instruction of
+        ``k``'s prefetch group (the loads of one trip a pipelined loop issues ahead: ``Instr.group``)
+        before the next ``dst`` instruction -- when that next ``dst`` instruction is not the
+        consumer.  One flag then covers the tiles the consumer and the ones after it need (their
+        waits find them ordered already), so the loads a pipelined loop keeps in flight hold one
+        event id per trip, not one each; the consumer, queued behind other ``dst`` work, waits
+        for its trip's later loads too, which were issued with its own a trip or more ahead."""
+        group = self.whole[k].group
+        if group is None:
+            return k
+        last = k
+        for j in range(k + 1, limit):
+            x = self.whole[j]
+            if x.pipe == dst:
+                return last
+            if x.pipe == src and x.group == group:
+                last = j
+        return k
 
     def _carried_event(self, src, dst, kk):
         ids = self.p.reserved.setdefault((src, dst), {})

@@ -77,6 +77,13 @@ CMP_PREDICATES = ("lt", "le", "gt", "ge", "eq", "ne")
 REDUCE_KINDS = ("sum", "max", "min", "argmax", "argmin")
 SCAN_KINDS = ("sum", "prod")
 ATOMIC_KINDS = ("add", "max", "min", "xchg", "and", "or", "xor")
+# An L1 panel's fills in flight at once (panel_fill/panel_tile {event}: 0..PANEL_EVENTS-1, each its
+# own flag id; codegen/asmlist.panel_event), so a loop that fills a panel runs at most this many
+# trips ahead
+PANEL_EVENTS = 4
+# Attributes any op may carry that say how to schedule it, not what it computes (equal ops that
+# differ in them are still equal): a prefetched load's trip group (passes/double_buffer.py)
+SCHEDULING_ATTRS = ("prefetch",)
 
 
 def _rows() -> list[OpDef]:

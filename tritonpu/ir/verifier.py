@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from tritonpu.ir import types as T
 from tritonpu.ir.core import Function, Op, Region, Value
-from tritonpu.ir.ops import ATOMIC_KINDS, CMP_PREDICATES, OPS, REDUCE_KINDS, SCAN_KINDS
+from tritonpu.ir.ops import (ATOMIC_KINDS, CMP_PREDICATES, OPS, PANEL_EVENTS, REDUCE_KINDS, SCAN_KINDS,
+                             SCHEDULING_ATTRS)
 
 
 class VerifyError(Exception):
@@ -122,8 +123,8 @@ def _check_types(op: Op) -> None:
         slot, miss = ins[:2]
         if slot.type.is_block or not slot.type.is_int or str(miss.type) != "i1":
             _fail(op, "takes an integer slot offset and an i1 miss flag first")
-        if op.attrs["slots"] < 1 or op.attrs["event"] not in range(4):
-            _fail(op, "needs a panel of at least one slot and an event 0..3")
+        if op.attrs["slots"] < 1 or op.attrs["event"] not in range(PANEL_EVENTS):
+            _fail(op, f"needs a panel of at least one slot and an event 0..{PANEL_EVENTS - 1}")
         if kind == "panel_tile" and (len(res.shape) != 2 if res.is_block else True):
             _fail(op, "gives a 2-D tile")
         if kind == "panel_fill":
@@ -235,7 +236,8 @@ def verify(fn: Function) -> None:
             for a in d.attrs:
                 if a not in op.attrs:
                     _fail(op, f"needs attribute '{a}'")
-            unknown = set(op.attrs) - set(d.attrs) - set(d.optional_attrs) - set(PLANNING_ATTRS) - {"fused"}
+            unknown = (set(op.attrs) - set(d.attrs) - set(d.optional_attrs) - set(PLANNING_ATTRS)
+                       - set(SCHEDULING_ATTRS) - {"fused"})
             if unknown:
                 _fail(op, f"has unknown attributes {sorted(unknown)}")
             for v in op.operands:

@@ -18,6 +18,7 @@ starts a loop is built in that loop's carried buffer).
 from __future__ import annotations
 
 from tritonpu.ir import Function, Region
+from tritonpu.ir.ops import SCHEDULING_ATTRS
 from tritonpu.passes.rewrite import TILE_LOADS, root, written_by
 from tritonpu.passes.manager import Pass, register
 
@@ -91,7 +92,7 @@ class CommonSubexpressionElimination(Pass):
             if (d.effects and not load) or d.terminator or op.regions or not op.results:
                 continue
             key = (op.name, tuple(id(v) for v in operands),
-                   tuple(sorted((k, _freeze(v)) for k, v in op.attrs.items())),
+                   tuple(sorted((k, _freeze(v)) for k, v in op.attrs.items() if k not in SCHEDULING_ATTRS)),
                    tuple(str(r.type) for r in op.results))
             if load:
                 arg = root(operands[0])

@@ -25,6 +25,7 @@ import math
 from tritonpu.errors import CompilationError
 from tritonpu.ir import Function, Op, Region, Value
 from tritonpu.ir import types as T
+from tritonpu.ir.ops import PANEL_EVENTS
 from tritonpu.passes.manager import Pass, register
 from tritonpu.passes.rewrite import (LoopView, clone, clone_op, load_extents, positive_step, replace_all_uses,
                                      trip_work, written_by)
@@ -36,6 +37,7 @@ class DoubleBuffer(Pass):
     name = "double-buffer"
 
     def run(self, fn: Function) -> None:
+        self.groups = 0             # the trips whose loads were issued ahead, numbered
         # inner loops first: an outer loop's unrolled copies then carry the pipelined inner loops
         for op in reversed([o for o in fn.walk() if o.name == "for"]):
             if op.attrs.get("double_buffer"):
@@ -61,6 +63,9 @@ class DoubleBuffer(Pass):
         saved = list(region.ops)
         reason = ""
         most = stages_for(lp, loads, fills)
+        filling = any(o.name == "panel_fill" for o in lp.body.ops)
+        if filling:                 # each fill in flight holds a flag of the panel's own
+            most = min(most, PANEL_EVENTS)
         if isinstance(fn.attrs.get("pipeline_stages"), int):      # a cap the IR text can set
             most = max(2, min(most, fn.attrs["pipeline_stages"]))
         for stages in range(most, 1, -1):
@@ -89,6 +94,7 @@ class DoubleBuffer(Pass):
         inits = op.operands[3:]
         loc = op.loc
         ahead = stages - 1
+        panel_filled = any(o.name == "panel_fill" for o in lp.body.ops)    # (events: the fills' trips)
         out: list = []
 
         def mk(name, operands, ty, into, **attrs):
@@ -107,6 +113,7 @@ class DoubleBuffer(Pass):
             ``scal`` (id of a carried scalar -> its value at that trip); their first valid extent is
             0 unless ``ok``, a fill fills nothing unless ``ok`` (and sets its flag on ``event``)."""
             m = {id(lp.iv): iv, **scal}
+            group = self.groups = self.groups + 1
             ids = {id(ld) for ld in loads + fills}
             addr = lp.slice([v for ld in loads + fills for v in ld.operands], nexts, ids)
             order = {id(o): k for k, o in enumerate(lp.body.ops)}
@@ -128,6 +135,8 @@ class DoubleBuffer(Pass):
                     v = n.operands[k]
                     alt = mk("constant", [], v.type, into, value=full)
                     n.operands[k] = mk("select", [ok, v, alt], v.type, into)
+                if stages > 2:      # one trip's loads, issued trips ahead together (sync: one flag)
+                    n.attrs["prefetch"] = group
                 into.append(n)
                 cloned[id(o)] = n.result
             return [cloned[id(ld)] for ld in loads]
@@ -149,7 +158,7 @@ class DoubleBuffer(Pass):
                  **{id(ld.result): x for ld, x in zip(loads, tiles)}}
             start = len(into)
             clone(lp.body.ops[:-1], m, into, {id(ld) for ld in loads} | {id(f) for f in fills})
-            for o in into[start:] if op.attrs.get("panel") else ():
+            for o in into[start:] if panel_filled else ():
                 if o.name in ("panel_tile", "panel_fill"):     # (a fill not prefetched: in its trip)
                     o.attrs["event"] = event
             return [m.get(id(y), y) for y in lp.term.operands]
@@ -224,7 +233,7 @@ class DoubleBuffer(Pass):
         return out
 
 
-MAX_STAGES = 4
+MAX_STAGES = 8
 
 
 def stages_for(lp: "LoopView", loads: list, fills=()) -> int:
@@ -247,4 +256,10 @@ def stages_for(lp: "LoopView", loads: list, fills=()) -> int:
     if trip >= latency:
         return 2
     # a load issued `ahead` trips early lands after its latency and its own beats
-    return max(2, min(MAX_STAGES, 1 + math.ceil((latency + mte2) / trip)))
+    stages = max(2, min(MAX_STAGES, 1 + math.ceil((latency + mte2) / trip)))
+    if stages % 2 and any(o.name == "dot" for o in ops):
+        # an even number, so that the unrolled trips alternate the L0A/L0B halves across the back
+        # edge too (an odd count puts two trips in a row on one half: the second's operands wait
+        # for the first's product)
+        stages = stages + 1 if stages < MAX_STAGES else stages - 1
+    return stages

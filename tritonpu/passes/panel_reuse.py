@@ -405,11 +405,27 @@ class PanelReuse(Pass):
 
     @staticmethod
     def _panel_version(F, c) -> tuple[list, list]:
-        """(ops, the values F's results become): F with ``c``'s load into the panel -- trip t's
-        tile in slot t, read only on a miss; when the panel holds the first ``slots`` trips only,
-        F runs them so and then the rest as it was.  First copies of the splats F starts from (an
-        accumulator's zeros: each loop its own, so that each can start in L0C, not from a block in
-        UB they share)."""
+        """(ops, the values F's results become): ``if miss { F filling } else { F reading }`` --
+        F with ``c``'s load into the panel, trip t's tile in slot t: filled then read on a miss,
+        only read on a hit (a loop with no fill, whose other loads may then take every flag and
+        run as far ahead as they need); when the panel holds the first ``slots`` trips only, F
+        runs them so and then the rest as it was."""
+        miss_ops, miss_res = PanelReuse._slotted(F, c, fill=True)
+        hit_ops, hit_res = PanelReuse._slotted(F, c, fill=False)
+        miss_ops.append(Op("yield", miss_res, [], loc=F.loc))
+        hit_ops.append(Op("yield", hit_res, [], loc=F.loc))
+        top = Op("if", [c.miss], [r.type for r in F.results],
+                 regions=[region_of([], miss_ops), region_of([], hit_ops)], loc=F.loc)
+        for r, old in zip(top.results, F.results):
+            r.name = old.name
+        return [top], list(top.results)
+
+    @staticmethod
+    def _slotted(F, c, fill: bool) -> tuple[list, list]:
+        """F with ``c``'s load turned into the panel's slot of its trip: ``panel_fill`` then
+        ``panel_tile`` on a miss (``fill``), ``panel_tile`` alone on a hit.  First copies of the
+        splats F starts from (an accumulator's zeros: each loop its own, so that each can start in
+        L0C, not from a block in UB they share)."""
         mapping: dict = {}
         ops: list = []
         for v in F.operands[3:]:
@@ -427,11 +443,13 @@ class PanelReuse(Pass):
         trip = _mk("div", [_mk("sub", [iv, lb], iv.type, slot_ops, ld.loc), step], iv.type, slot_ops, ld.loc)
         slot = _mk("mul", [trip, _mk("constant", [], iv.type, slot_ops, ld.loc, value=each)], iv.type, slot_ops,
                    ld.loc)
-        fill = Op("panel_fill", [slot, c.miss] + list(ld.operands), [],
-                  {"slots": c.slots, "event": 0, "shape": list(ld.result.type.shape)}, loc=ld.loc)
-        tile = Op("panel_tile", [slot, c.miss], [ld.result.type], {"slots": c.slots, "event": 0}, loc=ld.loc)
+        miss = c.miss if fill else _mk("constant", [], T.i1, slot_ops, ld.loc, value=False)
+        if fill:
+            slot_ops.append(Op("panel_fill", [slot, miss] + list(ld.operands), [],
+                               {"slots": c.slots, "event": 0, "shape": list(ld.result.type.shape)}, loc=ld.loc))
+        tile = Op("panel_tile", [slot, miss], [ld.result.type], {"slots": c.slots, "event": 0}, loc=ld.loc)
         tile.result.name = ld.result.name
-        slot_ops += [fill, tile]
+        slot_ops.append(tile)
         at = body.ops.index(ld)
         body.ops[at:at + 1] = slot_ops
         for o in slot_ops:
