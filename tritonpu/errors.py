@@ -41,6 +41,11 @@ class CompilationError(TritonpuError):
         return cls(message, getattr(loc, "file", None), getattr(loc, "line", None), getattr(loc, "col", None))
 
 
+class GlobalChangedError(CompilationError, RuntimeError):
+    """A global a kernel read when it was compiled has changed since (Triton raises a RuntimeError
+    too)."""
+
+
 class LaunchError(TritonpuError):
     """A launch the runtime cannot perform: wrong arguments, grid, backend."""
 

@@ -178,6 +178,97 @@ def test_key_covers_globals_and_called_functions(cache_dir, tmp_path, scale, hel
     assert out[0] == scale * helper_mul and not h.kernel.from_disk
 
 
+MODULE_MORE_SRC = """
+import tritonpu
+import tritonpu.language as tl
+import {helpers} as hp
+
+DT = tl.{dtype}
+
+
+@tritonpu.jit
+def times(v):
+    return v * {mul}
+
+
+@tritonpu.jit
+def kern(x_ptr, out_ptr, FN: tl.constexpr):
+    x = tl.load(x_ptr + tl.arange(0, 16))
+    tl.store(out_ptr + tl.arange(0, 16), x.to(DT).to(tl.float32))
+    tl.store(out_ptr + 16 + tl.arange(0, 16), FN(x))
+    tl.store(out_ptr + 32 + tl.arange(0, 16), hp.act(x))
+"""
+
+HELPERS_SRC = """
+import tritonpu
+
+
+@tritonpu.jit
+def act(v):
+    return v * {mul}
+"""
+
+
+@pytest.mark.parametrize("backend", ["npu", "ref"])
+def test_key_covers_dtype_globals_jit_arguments_and_module_helpers(cache_dir, tmp_path, backend, monkeypatch):
+    """What a fresh process must not take from the old disk entry: a dtype global that changed, a
+    @jit function passed as a constexpr argument whose body changed, a helper called through a
+    module (``hp.act``) whose body changed."""
+    x = np.full(16, 0.1, np.float32)
+    outs = []
+    for dtype, mul in (("float32", 2), ("float16", 5)):
+        # the files edited in place and loaded again, as a new process would (same names and paths)
+        (tmp_path / "helpers_under_test.py").write_text(HELPERS_SRC.format(mul=mul))
+        monkeypatch.setitem(sys.modules, "helpers_under_test",
+                            _load_module(tmp_path / "helpers_under_test.py", "helpers_under_test"))
+        path = tmp_path / "mod_more.py"
+        path.write_text(MODULE_MORE_SRC.format(helpers="helpers_under_test", dtype=dtype, mul=mul))
+        mod = _load_module(path, "mod_more")
+        out = np.zeros(48, np.float32)
+        mod.kern[(1,)](x, out, FN=mod.times, backend=backend)
+        outs.append(out)
+    for out, dt, mul in ((outs[0], np.float32, 2), (outs[1], np.float16, 5)):
+        np.testing.assert_array_equal(out[:16], x.astype(dt).astype(np.float32))
+        np.testing.assert_allclose(out[16:], np.full(32, 0.1 * mul, np.float32), rtol=1e-6)
+
+
+GLOBAL_SRC = """
+import tritonpu
+import tritonpu.language as tl
+
+SCALE = tl.constexpr(2)
+DT = tl.float32
+
+
+@tritonpu.jit
+def kern(x_ptr, out_ptr):
+    offs = tl.arange(0, 16)
+    tl.store(out_ptr + offs, (tl.load(x_ptr + offs) * SCALE).to(DT).to(tl.float32))
+"""
+
+
+@pytest.mark.parametrize("backend", ["npu", "cpu", "ref"])
+@pytest.mark.parametrize("name,value", [("SCALE", "tl.constexpr(5)"), ("DT", "tl.float16")])
+def test_a_global_changed_after_compiling_is_an_error_not_the_old_kernel(cache_dir, tmp_path, backend, name, value):
+    """As in Triton: a kernel reads its globals when it is compiled; running it again after one
+    changed raises (a RuntimeError) at the line that reads it instead of running the old code."""
+    path = tmp_path / "mod_global.py"
+    path.write_text(GLOBAL_SRC)
+    mod = _load_module(path, "mod_global")
+    x, out = np.full(16, 0.1, np.float32), np.zeros(16, np.float32)
+    mod.kern[(1,)](x, out, backend=backend)
+    np.testing.assert_allclose(out, 0.2, rtol=1e-6)
+    setattr(mod, name, eval(value))
+    with pytest.raises(RuntimeError) as e:
+        mod.kern[(1,)](x, out, backend=backend)
+    assert isinstance(e.value, tritonpu.CompilationError)
+    assert f"global `{name}` has changed since `kern` was compiled" in str(e.value)
+    assert e.value.line == 12 and e.value.file == str(path)         # the store that reads it
+    setattr(mod, name, eval(value.replace("5", "2").replace("float16", "float32")))     # back: runs again
+    mod.kern[(1,)](x, out, backend=backend)
+    np.testing.assert_allclose(out, 0.2, rtol=1e-6)
+
+
 def test_dump_dir_writes_every_stage(cache_dir, tmp_path, monkeypatch):
     # the frontend's IR at compile time, then what the launch made: each NPU pass and the assembly
     # (only the IR was written before: the backend's stages did not exist yet at compile time)

@@ -14,12 +14,13 @@ import math
 import operator
 import os
 import time
+import types
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from tritonpu import __version__
-from tritonpu.errors import CompilationError, LaunchError, TritonpuError
+from tritonpu.errors import CompilationError, GlobalChangedError, LaunchError, TritonpuError
 from tritonpu.frontend.codegen import SourceInfo, generate, parse_function_ast
 from tritonpu.ir import Function, parse_function, print_function, verify
 from tritonpu.ir import types as T
@@ -183,6 +184,41 @@ def _is_one(value) -> bool:
     return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_)) and value == 1
 
 
+_MISSING = object()
+
+
+def _resolve(g: dict, chain: tuple):
+    """``g[chain[0]].chain[1]...`` (``_MISSING`` when a name is gone)."""
+    v = g.get(chain[0], _MISSING)
+    for a in chain[1:]:
+        v = getattr(v, a, _MISSING)
+    return v
+
+
+def _value_key(v):
+    """What a compilation depends on of a global value it reads: its repr for constexpr values,
+    numbers, strings, dtypes and tuples of them; None for what cannot change the code (a module, a
+    builtin, a Python function)."""
+    if isinstance(v, tl.constexpr):
+        v = v.value
+    if isinstance(v, (int, float, bool, str, type(None), tl.dtype)) or \
+            (isinstance(v, tuple) and all(isinstance(x, (int, float, bool, str, tl.dtype)) for x in v)):
+        return f"{type(v).__name__}:{v!r}"
+    return None
+
+
+def _constexpr_key(v) -> str:
+    """A constexpr argument in a compilation's key: a @jit function by its source (and what it
+    reads), not its name."""
+    if is_jit_function(v):
+        return f"jit:{v.__module__}:{v.__qualname__}:{v.source_hash()}"
+    return repr(v)
+
+
+def is_jit_function(v) -> bool:
+    return getattr(v, "__tritonpu_jit__", False) and isinstance(v, JITFunction)
+
+
 class JITFunction:
     __tritonpu_jit__ = True
 
@@ -203,6 +239,7 @@ class JITFunction:
         self._src = None
         self._ast = None
         self._hash = None
+        self._used_globals: list = []
         self.cache: dict = {}
 
     # -- source ----------------------------------------------------------------------------
@@ -222,23 +259,83 @@ class JITFunction:
         return self._ast
 
     def source_hash(self, _seen=None) -> str:
-        """Hash of this function's source and of everything global it uses."""
+        """Hash of this function's source, where it starts in its file, and everything global it
+        uses: @jit functions it calls (by name or through a module: ``hp.act``), constexpr values,
+        numbers, strings and dtypes, read by name or as a module's attribute.  Raises
+        :class:`GlobalChangedError` when one of those changed since it was first computed (as
+        Triton does: a kernel reads its globals when it is compiled)."""
         if self._hash is not None:
+            self._check_globals(set())
             return self._hash
         seen = _seen if _seen is not None else set()
         seen.add(id(self))
         h = hashlib.sha256(self.src.src.encode())
-        g = self.fn.__globals__
-        for name in sorted({n.id for n in ast.walk(self.ast) if isinstance(n, ast.Name)}):
-            v = g.get(name)
-            if getattr(v, "__tritonpu_jit__", False) and id(v) not in seen:
-                h.update(f"{name}:{v.source_hash(seen)}".encode())
-            elif isinstance(v, tl.constexpr):
-                h.update(f"{name}={v.value!r}".encode())
-            elif isinstance(v, (int, float, bool, str)):
-                h.update(f"{name}={v!r}".encode())
+        h.update(f"@{self.src.first_line}".encode())        # error messages name the file's lines
+        used = []
+        for dotted, chain, node in self._global_reads():
+            v = _resolve(self.fn.__globals__, chain)
+            if is_jit_function(v):
+                key = v.source_hash(seen) if id(v) not in seen else "recursive"
+            else:
+                key = _value_key(v)
+                if key is None:
+                    continue
+            h.update(f"{dotted}={key}".encode())
+            used.append((dotted, chain, node, v, key))
+        self._used_globals = used
         self._hash = h.hexdigest()
         return self._hash
+
+    def _global_reads(self) -> list:
+        """(dotted name, chain of names, AST node) of each global the function reads: a name that is
+        neither a parameter nor assigned in the function, and a global module's attributes."""
+        g = self.fn.__globals__
+        local = set(self.arg_names)
+        for n in ast.walk(self.ast):
+            if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load):
+                local.add(n.id)
+            elif isinstance(n, ast.arg):            # a lambda's (a combine function's) parameters
+                local.add(n.arg)
+        out: dict = {}
+        for node in ast.walk(self.ast):
+            chain, n = [], node
+            while isinstance(n, ast.Attribute):
+                chain.append(n.attr)
+                n = n.value
+            if not isinstance(n, ast.Name) or not isinstance(n.ctx, ast.Load) or n.id in local or n.id not in g:
+                continue
+            chain = (n.id,) + tuple(reversed(chain))
+            # a module's attributes are read when the module is the only thing read before them
+            k = 1
+            while k < len(chain) and isinstance(_resolve(g, chain[:k]), types.ModuleType):
+                k += 1
+            chain = chain[:k]
+            out.setdefault(".".join(chain), (chain, node))
+        return [(d, c, node) for d, (c, node) in sorted(out.items())]
+
+    def _check_globals(self, seen: set) -> None:
+        """Raise GlobalChangedError when a global this function (or a @jit function it calls) read
+        when it was hashed has another value now."""
+        if id(self) in seen or self._hash is None:
+            return
+        seen.add(id(self))
+        g = self.fn.__globals__
+        for dotted, chain, node, old, key in self._used_globals:
+            v = _resolve(g, chain)
+            if v is old:
+                if is_jit_function(v):
+                    v._check_globals(seen)
+                continue
+            now = (v.source_hash() if is_jit_function(v) else _value_key(v)) if v is not _MISSING else None
+            if now != key:
+                loc = self.src.loc(node)
+                was = "a different @jit function" if is_jit_function(old) else repr(getattr(old, "value", old))
+                new = ("undefined" if v is _MISSING else "a different @jit function" if is_jit_function(v)
+                       else repr(getattr(v, "value", v)))
+                raise GlobalChangedError(
+                    f"global `{dotted}` has changed since `{self.__name__}` was compiled (from {was} to {new}); "
+                    "a kernel reads its globals once, when it is compiled (as in Triton): pass the value as a "
+                    "tl.constexpr argument instead", loc.file, loc.line, loc.col)
 
     # -- calling -----------------------------------------------------------------------------
     def __call__(self, *args, **kwargs):
@@ -295,7 +392,7 @@ class JITFunction:
         return params, runtime
 
     def compile(self, params: list, options: dict) -> CompiledKernel:
-        sig = tuple((n, str(p) if not isinstance(p, tl.constexpr) else ("constexpr", repr(p.value)))
+        sig = tuple((n, str(p) if not isinstance(p, tl.constexpr) else ("constexpr", _constexpr_key(p.value)))
                     for n, p in params)
         opts = tuple(sorted((k, repr(v)) for k, v in options.items() if k in TRITON_OPTIONS))
         key_src = repr((self.source_hash(), self.src.file, sig, opts, __version__, disk_cache.compiler_fingerprint()))
