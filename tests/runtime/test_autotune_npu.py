@@ -1,6 +1,7 @@
 """The autotuner on the NPU: configs timed by simulated cycles, trials on copies of the arrays,
 configs that do not fit the chip skipped, one choice per key."""
 import numpy as np
+import pytest
 
 import tritonpu as triton
 import tritonpu.language as tl
@@ -102,3 +103,57 @@ def test_autotune_hooks_are_noted_not_silently_dropped():
     assert "autotune pre_hook and post_hook not called: each config ran on fresh copies of the arguments " \
            "(reset_to_zero= zeroes its copies), so nothing needs resetting or restoring; this launch of the " \
            "chosen config ran on your arrays" in h.notes
+
+
+def _pruned_to_fit(configs, nargs, **kw):
+    return [c for c in configs if c.kwargs["BLOCK"] >= nargs["n"]]
+
+
+@triton.autotune(configs=[triton.Config({"BLOCK": 128}), triton.Config({"BLOCK": 1024})], key=["n"],
+                 prune_configs_by={"early_config_prune": _pruned_to_fit})
+@triton.jit
+def one_block_sum(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(out_ptr, tl.sum(tl.load(x_ptr + offs, mask=offs < n, other=0.0), axis=0))
+
+
+@pytest.mark.parametrize("backend", ["npu", "ref"])
+def test_a_numpy_scalar_key_keys_by_its_value(backend):
+    """n = np.int64(100) then np.int64(1000): the second launch is a new key (the prune keeps
+    BLOCK 1024 only), not the first one's BLOCK 128 summing 128 of the 1000 elements."""
+    one_block_sum.cache.clear()
+    for n in (np.int64(100), np.int64(1000)):
+        x, out = np.ones(int(n), np.float32), np.zeros(1, np.float32)
+        one_block_sum[(1,)](x, out, n, backend=backend)
+        assert out[0] == n
+    assert one_block_sum.best_config.kwargs["BLOCK"] == 1024
+
+
+@pytest.mark.parametrize("backend", ["npu", "ref"])
+def test_a_prune_that_keeps_no_config_is_an_error(backend):
+    one_block_sum.cache.clear()
+    x, out = np.ones(5000, np.float32), np.zeros(1, np.float32)
+    with pytest.raises(triton.LaunchError, match=r"autotune of `one_block_sum`: no valid configs after pruning: "
+                                                 r"early_config_prune returned \[\] for 2 configs"):
+        one_block_sum[(1,)](x, out, 5000, backend=backend)
+    assert out[0] == 0
+
+
+@triton.autotune(configs=[triton.Config({"BLOCK": 32}), triton.Config({"BLOCK": 64})], key=["n"],
+                 reset_to_zero=["acc_ptr"])
+@triton.jit
+def total(x_ptr, acc_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.atomic_add(acc_ptr, tl.sum(tl.load(x_ptr + offs, mask=offs < n, other=0.0), axis=0))
+
+
+@pytest.mark.parametrize("backend", ["npu", "cpu", "ref"])
+def test_reset_to_zero_zeroes_the_arguments_before_the_tuning_launch_runs(backend):
+    """As Triton after a sweep: the tuning launch starts from zero (64, not 100 + 64); a launch
+    with the key already tuned accumulates onto what is there."""
+    total.cache.clear()
+    x, acc = np.ones(64, np.float32), np.full(1, 100.0, np.float32)
+    total[lambda m: (triton.cdiv(64, m["BLOCK"]),)](x, acc, 64, backend=backend)
+    assert acc[0] == 64
+    total[lambda m: (triton.cdiv(64, m["BLOCK"]),)](x, acc, 64, backend=backend)
+    assert acc[0] == 128

@@ -67,6 +67,20 @@ def test_trials_run_on_copies_and_the_callers_arrays_see_only_the_final_launch()
     assert {c.kwargs["BLOCK"] for c in kern.configs_timings} == {256, 512, 1024, 2048, 4096}
 
 
+def test_a_bfloat16_argument_goes_to_the_pool_with_its_dtype():
+    """The shared-memory layout sends the dtype itself: bfloat16's ``dtype.str`` is '<V2', which
+    the workers read back as raw bytes (the trial then refused the argument)."""
+    import ml_dtypes
+    n = 1000
+    x = np.random.default_rng(0).random(n).astype(ml_dtypes.bfloat16)
+    out = np.ones(n, ml_dtypes.bfloat16)
+    configs = [tritonpu.Config({"BLOCK": b}) for b in (64, 128, 256, 512, 1024)]
+    kern = tritonpu.autotune(configs=configs, key=["n"], executor="processes", workers=2)(tk.accumulate)
+    kern[lambda meta: (tritonpu.cdiv(n, meta["BLOCK"]),)](x, out, n)
+    np.testing.assert_array_equal(out, (np.float32(1) + x.astype(np.float32)).astype(ml_dtypes.bfloat16))
+    assert len(kern.configs_timings) == 5 and kern.result.executor == "processes"
+
+
 def test_a_trial_returns_a_summary_not_arrays():
     n = 1000
     x = np.ones(n, np.float32)

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import os
 
+import numpy as np
 
 from tritonpu.errors import CompilationError, LaunchError
 from tritonpu.runtime.arrays import as_array
@@ -89,6 +90,7 @@ class Autotuner(_Wrapped):
         self.best_config = None
         self.configs_timings: dict = {}
         self.cache: dict = {}
+        self.from_disk = False          # the last key's config came from disk (no sweep)
 
     released: tuple = ()        # block values given at launch that `tritonpu tune --kernel` may tune instead
 
@@ -96,6 +98,8 @@ class Autotuner(_Wrapped):
         out = []
         for k in self.key:
             v = named.get(k)
+            if isinstance(v, np.generic):       # a numpy scalar keys by its value, like a Python one
+                v = v.item()
             arr = None if isinstance(v, (int, float, bool, str, type(None))) else as_array(v)
             out.append((tuple(arr.shape), str(arr.dtype)) if arr is not None else v)
         return tuple(out)
@@ -107,7 +111,12 @@ class Autotuner(_Wrapped):
         configs = self.configs
         prune = self.prune_configs_by.get("early_config_prune")
         if prune is not None:
-            configs = list(prune(configs, named, **kwargs)) or configs
+            kept = prune(configs, named, **kwargs)
+            if not kept:
+                raise LaunchError(f"autotune of `{self.__name__}`: no valid configs after pruning: "
+                                  f"early_config_prune returned {kept!r} for {len(configs)} configs; it must "
+                                  "return at least one (as in Triton)")
+            configs = list(kept)
         configs = self._top_k(configs, named, kwargs)
         for config in configs:
             for k in config.kwargs:
@@ -119,6 +128,13 @@ class Autotuner(_Wrapped):
         if config is None:
             config = self._tune(configs, args, grid, kwargs, named, key)
             self.cache[key] = config
+            if (len(configs) > 1 or self.auto) and not self.from_disk:
+                # as Triton does after a sweep (on every backend, whether or not it simulated one):
+                # the reset_to_zero arguments start this launch at zero
+                for name in self.reset_to_zero:
+                    arr = as_array(named.get(name))
+                    if arr is not None:
+                        arr[...] = 0
         self.best_config = config
         if config.pre_hook is not None:
             config.pre_hook({**named, **config.all_kwargs()})
@@ -146,6 +162,7 @@ class Autotuner(_Wrapped):
         return [configs[i] for i in sorted(estimate, key=estimate.get)[:max(top_k, 1)]]
 
     def _tune(self, configs, args, grid, kwargs, named, key=()):
+        self.from_disk = False
         from tritonpu.runtime import tuner
         from tritonpu.runtime.jit import DEFAULT_BACKEND
         backend = kwargs.get("backend") or os.environ.get("TRITONPU_BACKEND") or DEFAULT_BACKEND
@@ -158,6 +175,7 @@ class Autotuner(_Wrapped):
             entry = tuner.load_best(disk)
             config = self._from_disk(entry, configs) if entry else None
             if config is not None:              # tuned by an earlier process
+                self.from_disk = True
                 self.result, self.report, self.configs_timings = None, [], {}
                 from tritonpu.runtime import hooks
                 hooks.tuned(self, key, None, cached=entry)

@@ -339,7 +339,7 @@ class Processes:
         layout, off = [], 0
         for a in sweep.arrays:
             off = -(-off // 64) * 64
-            layout.append((off, a.shape, a.dtype.str))
+            layout.append((off, a.shape, a.dtype))      # the dtype itself: bfloat16's .str is '<V2'
             off += a.nbytes
         shm = shared_memory.SharedMemory(create=True, size=max(off, 1)) if sweep.arrays else None
         try:
