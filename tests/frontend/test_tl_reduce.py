@@ -186,6 +186,69 @@ def test_cumprod(dtype, axis, reverse, backend):
     assert_close(out, expect.astype(dtype), rtol=1e-5 if dtype == np.float32 else None)
 
 
+@tritonpu.jit
+def bf16_widening_kernel(x_ptr, y_ptr, s_ptr, p_ptr, m_ptr, N: tl.constexpr):
+    offs = tl.arange(0, N)
+    x = tl.load(x_ptr + offs)
+    tl.store(s_ptr + offs, tl.cumsum(x, 0))
+    tl.store(p_ptr + offs, tl.cumprod(tl.load(y_ptr + offs), 0))
+    v, i = tl.max(x, 0, return_indices=True)
+    tl.store(m_ptr + offs, v + tl.load(y_ptr + offs) * 0 + 1)      # v + 1 in v's type
+
+
+@pytest.mark.parametrize("backend", ["npu", "ref", "cpu"])
+def test_bf16_scans_and_max_with_indices_compute_in_fp32(backend):
+    """As Triton's cumsum, cumprod and max/min (with indices too) promote bfloat16 to float32:
+    256 + 1 is 257, not bf16's 256."""
+    N = 8
+    x = np.array([256] + [1] * (N - 1), bf16)
+    y = np.full(N, 1.0078125, bf16)
+    s, p, m = (np.zeros(N, np.float32) for _ in range(3))
+    bf16_widening_kernel[(1,)](x, y, s, p, m, N=N, backend=backend)
+    np.testing.assert_array_equal(s, np.cumsum(x.astype(np.float32)))
+    np.testing.assert_allclose(p, np.cumprod(y.astype(np.float32)), rtol=1e-6)
+    np.testing.assert_array_equal(m, np.full(N, 257, np.float32))
+
+
+@tritonpu.jit
+def int_to_low_float_kernel(x_ptr, b_ptr, h_ptr, s_ptr, N: tl.constexpr):
+    offs = tl.arange(0, N)
+    x = tl.load(x_ptr + offs)
+    tl.store(b_ptr + offs, x.to(tl.bfloat16))
+    tl.store(h_ptr + offs, x.to(tl.float16))
+    tl.store(s_ptr, tl.load(x_ptr).to(tl.bfloat16))                 # the scalar path
+
+
+@pytest.mark.parametrize("backend", ["npu", "ref", "cpu"])
+@pytest.mark.parametrize("dtype", [np.int32, np.int64, np.uint64])
+def test_an_integer_converts_to_bf16_and_fp16_with_one_rounding(backend, dtype):
+    """Through f32 (or f64 for 64-bit integers) the nearest value can sit exactly between two
+    bf16 values the integer is not between, and the second rounding then goes the wrong way."""
+    big = {np.int32: [2**24 + 2**16 + 1, -(2**24 + 2**16 + 1), 2**24 + 2**16 - 1, 3],
+           np.int64: [2**62 + 2**54 + 1, -(2**62 + 2**54 + 1), -2**63, 2**53 + 1],
+           np.uint64: [2**63 + 2**55 + 1, 2**64 - 1, 2**62 + 2**54 + 1, 65519]}[dtype]
+    x = np.array(big, dtype)
+    b, h, s = np.zeros(4, bf16), np.zeros(4, np.float16), np.zeros(1, bf16)
+    int_to_low_float_kernel[(1,)](x, b, h, s, N=4, backend=backend)
+    exact = [int(v) for v in x]
+    want_b = np.array([_round_int(v, 8) for v in exact], np.float64)
+    np.testing.assert_array_equal(b.astype(np.float64), want_b)
+    with np.errstate(over="ignore"):
+        want_h = np.array([_round_int(v, 11) if abs(v) < 65520 else np.copysign(np.inf, v) for v in exact])
+    np.testing.assert_array_equal(h.astype(np.float64), want_h)
+    assert s[0].astype(np.float64) == want_b[0]
+
+
+def _round_int(v: int, bits: int) -> float:
+    """``v`` rounded to ``bits`` significant bits, to nearest even (Python integers: exact)."""
+    m = abs(v)
+    e = max(m.bit_length() - bits, 0)
+    q, rest, unit = m >> e, m & ((1 << e) - 1), 1 << e
+    if 2 * rest > unit or (2 * rest == unit and q & 1):
+        q += 1
+    return float(q << e) * (1 if v >= 0 else -1)
+
+
 # ---------------------------------------------------------------------------------------------
 # dot
 # ---------------------------------------------------------------------------------------------

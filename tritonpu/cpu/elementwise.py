@@ -232,6 +232,8 @@ def cast_value(b: ir.IRBuilder, v, src, dst):
         fn = b.module.globals.get(name) or ir.Function(b.module, ir.FunctionType(dt, [x.type]), name=name)
         return b.call(fn, [x])
     if _is_float(dst):                                           # int -> float
+        if is_low_float(dst) and v.type.width == 64:
+            return M.narrow(b, M.int64_to_f64_odd(b, v, signed(src)), dst)
         ct = F64 if (dst.kind.name == "f64" or is_low_float(dst)) else dt
         r = b.sitofp(v, ct) if signed(src) else b.uitofp(v, ct)
         return M.narrow(b, r, dst) if is_low_float(dst) else r

@@ -87,6 +87,22 @@ def fadd_odd_f64(b: ir.IRBuilder, p, c):
     return b.bitcast(b.select(fix, b.add(bits, step), bits), F64)
 
 
+def int64_to_f64_odd(b: ir.IRBuilder, v, signed: bool):
+    """A 64-bit integer as f64 rounded to odd (an inexact even result moved one ulp toward the
+    integer), so that narrowing it to f16/bf16 rounds once, as a direct conversion does (the
+    nearest f64 can sit exactly between two bf16 values the integer is not between: 2^62 + 2^54 + 1)."""
+    r = b.sitofp(v, F64) if signed else b.uitofp(v, F64)
+    kind = "fptosi" if signed else "fptoui"
+    back = b.call(_decl(b, f"llvm.{kind}.sat.i64.f64", I64, [F64]), [r])     # 2^63 and up saturate
+    bits = b.bitcast(r, I64)
+    even = b.icmp_signed("==", b.and_(bits, const(I64, 1)), const(I64, 0))
+    fix = b.and_(b.icmp_unsigned("!=", v, back), even)
+    above = b.icmp_signed(">", v, back) if signed else b.icmp_unsigned(">", v, back)
+    up = b.icmp_unsigned("==", above, b.fcmp_ordered(">=", r, ir.Constant(F64, 0.0)))
+    step = b.select(up, const(I64, 1), const(I64, -1))
+    return b.bitcast(b.select(fix, b.add(bits, step), bits), F64)
+
+
 def _decl(b: ir.IRBuilder, name: str, ret, args):
     module = b.module
     fn = module.globals.get(name)

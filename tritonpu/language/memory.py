@@ -151,8 +151,13 @@ def reduce_sum(x, axis=None, keep_dims=False, dtype=None) -> tensor:
     return reduce(x, axis, "sum", keep_dims)
 
 
+def _bf16_as_fp32(x: tensor) -> tensor:
+    """Triton's max/min (with indices too), cumsum and cumprod compute bfloat16 in float32."""
+    return cast(x, tl.float32) if x.dtype == tl.bfloat16 else x
+
+
 def reduce_minmax(kind: str, x, axis=None, return_indices=False, keep_dims=False) -> tensor | tuple:
-    x = to_tensor(x)
+    x = _bf16_as_fp32(to_tensor(x))
     if tl._unwrap(return_indices):
         return reduce(x, axis, kind, keep_dims), reduce(x, axis, "arg" + kind, keep_dims)
     if x.dtype.primitive_bitwidth < 32:
@@ -161,14 +166,15 @@ def reduce_minmax(kind: str, x, axis=None, return_indices=False, keep_dims=False
 
 
 def cumsum(x, axis=0, reverse=False, dtype=None) -> tensor:
-    x = to_tensor(x)
+    x = _bf16_as_fp32(to_tensor(x))
     x = cast(x, pick_sum_dtype(x.dtype, dtype))
     return _scan("sum", "tl.cumsum", x, axis, reverse)
 
 
 def cumprod(x, axis=0, reverse=False) -> tensor:
-    """Inclusive running product along ``axis``, in the input's dtype (as Triton: no widening)."""
-    return _scan("prod", "tl.cumprod", to_tensor(x), axis, reverse)
+    """Inclusive running product along ``axis``, in the input's dtype (as Triton: no widening but
+    bfloat16's to float32)."""
+    return _scan("prod", "tl.cumprod", _bf16_as_fp32(to_tensor(x)), axis, reverse)
 
 
 def _scan(kind, what, x, axis, reverse) -> tensor:

@@ -97,6 +97,9 @@ def _float_elem(v, dt):
     if v != v and dt == _BF16:
         bits = np.asarray(np.float32(v)).view(np.uint32) >> np.uint32(16)
         return bits.astype(np.uint16).view(dt)[()]
+    if isinstance(v, int) and dt.itemsize < 8 and -(1 << 63) <= v < 1 << 64:
+        # an integer rounded once (through a Python float, 64-bit ones would be rounded twice)
+        return np.array(v, np.int64 if v < 1 << 63 else np.uint64).astype(dt)[()]
     return dt.type(v)
 
 

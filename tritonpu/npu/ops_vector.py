@@ -250,7 +250,8 @@ def _vcast(st, inst, prog):
     ga = vec_operand(st, inst, inst.args[1], dt, V, False)
     cols_g = getter(inst.args[2], R)
     cost, eb = cycles.COSTS[inst.spec.cost], max(du.itemsize, dt.itemsize)
-    via = F32 if (dt in _HALF and du.kind != "f") or (du in _HALF and dt.kind != "f") else None
+    # (an integer goes to f16/bf16 directly: through f32 or f64 it would be rounded twice)
+    via = F32 if (dt in _HALF and du.kind != "f") or (du in _HALF and dt.kind not in "fiu") else None
     if via is not None and (dt.itemsize == 8 or du.itemsize == 8):
         via = np.dtype(np.float64)
     to_bool = du.kind == "b"
