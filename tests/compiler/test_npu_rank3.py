@@ -107,3 +107,31 @@ def test_rank3_reductions_and_scans(kind, axis, dt):
         # suffix sums are total - prefix + x on the NPU (README): rounding of the order of the total
         atol = 4 * np.finfo(dt).eps * float(np.abs(a.astype(np.float64)).sum(axis).max())
     np.testing.assert_allclose(out, ref.ravel(), rtol=2e-3 if dt == np.float16 else 1e-5, atol=atol)
+
+
+@tritonpu.jit
+def _size1_dims(x_ptr, y_ptr, s_ptr, c_ptr, i_ptr, A: tl.constexpr, B: tl.constexpr):
+    ra = tl.arange(0, A)[:, None, None]
+    rb = tl.arange(0, B)[None, :, None]
+    row = tl.load(x_ptr + rb)                           # (1, B, 1): rows of one element
+    tl.store(y_ptr + rb, row + 1)
+    x = tl.load(x_ptr + ra * B + rb)                    # (A, B, 1), reduced and scanned along B
+    tl.store(s_ptr + tl.arange(0, A)[:, None], tl.sum(x, axis=1))
+    tl.store(c_ptr + ra * B + rb, tl.cumsum(x, axis=1))
+    tl.store(i_ptr + tl.arange(0, A)[:, None], tl.argmax(x, axis=1))
+
+
+@pytest.mark.parametrize("backend", ["npu", "ref"])
+@pytest.mark.parametrize("A,B", [(2, 4), (3, 8), (4, 5)])
+def test_blocks_with_size_1_dimensions(A, B, backend):
+    """A (1, B, 1) block's rows of one element land in one transfer (before: one per element, at
+    addresses the machine refuses: not 32-byte aligned), and an (A, B, 1) block reduces and scans
+    along B (before: refused as "rank > 3"). Sanitizer on."""
+    x = np.random.default_rng(A * B).integers(-50, 50, (A, B)).astype(np.int32)
+    y, c = np.zeros(B, np.int32), np.zeros((A, B), np.int32)
+    s, i = np.zeros(A, np.int32), np.zeros(A, np.int32)
+    _size1_dims[(1,)](x, y, s, c, i, A=A, B=B, backend=backend)
+    np.testing.assert_array_equal(y, x.reshape(-1)[:B] + 1)
+    np.testing.assert_array_equal(s, x.sum(1))
+    np.testing.assert_array_equal(c, np.cumsum(x, 1))
+    np.testing.assert_array_equal(i, x.argmax(1))

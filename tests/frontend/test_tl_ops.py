@@ -605,3 +605,31 @@ def _rtz(z_ptr, x_ptr):
 def test_an_unsupported_rounding_mode_is_an_error_not_ignored():
     with pytest.raises(CompilationError, match="fp_downcast_rounding='rtz' is not supported by tritonpu yet"):
         _rtz[(1,)](np.zeros(4, np.float16), np.zeros(4, np.float32), backend="ref")
+
+
+@tritonpu.jit
+def _expand_dims_kernel(x_ptr, o_ptr, AX: tl.constexpr):
+    offs = tl.arange(0, 8)
+    r = tl.expand_dims(tl.load(x_ptr + offs), AX)
+    tl.store(o_ptr + tl.reshape(offs, r.shape), r)
+
+
+@pytest.mark.parametrize("axis,msg", [
+    (2, "tl.expand_dims: axis 2 out of range for a result of rank 2 (from -2 to 1)"),
+    (-3, "tl.expand_dims: axis -3 out of range for a result of rank 2 (from -2 to 1)"),
+    ((0, 3), "tl.expand_dims: axis (0, 3) out of range for a result of rank 3 (from -3 to 2)"),
+    ((0, 0), "tl.expand_dims: axis (0, 0) names a dimension twice"),
+    ((1, -2), "tl.expand_dims: axis (1, -2) names a dimension twice"),
+])
+def test_expand_dims_rejects_an_axis_out_of_range_or_named_twice(axis, msg):
+    """As Triton: not wrapped around into another shape (axis 2 of a 1-D block gave [1, 8])."""
+    with pytest.raises(CompilationError) as e:
+        _expand_dims_kernel[(1,)](np.arange(8, dtype=np.int32), np.zeros(8, np.int32), AX=axis, backend="ref")
+    assert e.value.message == msg and e.value.line is not None
+
+
+@pytest.mark.parametrize("axis", [0, -1, (0, -1), (0, 1)])
+def test_expand_dims_in_range(axis):
+    o = np.zeros(8, np.int32)
+    _expand_dims_kernel[(1,)](np.arange(8, dtype=np.int32), o, AX=axis, backend="ref")
+    np.testing.assert_array_equal(o, np.arange(8))

@@ -176,7 +176,10 @@ class MemoryEmitter:
             self.emit(f"mov.gm.l1.{dst.dtype} l1[{dst.addr}], {param}[{base}], {rows_valid}, {cols * es}, "
                       f"{self.mul_imm(s_row, es)}, {cols * es}{valid}", "MTE2", reads, writes)
             return
-        if self.const(s_col, 1):
+        # one column: its stride is never used -- rows of one element in one transfer (unless the
+        # rows are contiguous and the tile may be viewed transposed: one segment, below)
+        one_col = r == 2 and cols == 1 and (dense or not self.const(s_row, 1))
+        if self.const(s_col, 1) or one_col:
             if not full_rows:
                 self.vfill(dst, pad)
             valid = "" if self.const(cols_valid, cols) else f", valid={self.mul_imm(cols_valid, es)}, pad={pad}"

@@ -386,9 +386,10 @@ class VectorEmitter:
         return (t if _rank3_geometry(t, axis) is not None else self.dense(t)), axis
 
     def _merged(self, t: Tile, axis: int, dst: Tile):
-        """A rank > 3 reduction or scan as a rank-3 one: ``t`` dense, viewed as (dims before
-        ``axis``, ``axis``, dims after) and reduced along 1; ``dst`` (dense) viewed to match."""
-        if len(t.shape) <= 3:
+        """A rank > 3 reduction or scan -- or a rank-3 one with a size-1 dimension, whose strides
+        may not merge -- as one of rank <= 3: ``t`` dense, viewed as (dims before ``axis``,
+        ``axis``, dims after) and reduced along 1; ``dst`` (dense) viewed to match."""
+        if len(t.shape) < 3 or (len(t.shape) == 3 and 1 not in t.shape):
             return t, axis, dst
         if not dst.is_dense():
             self.fail("internal: a rank > 3 reduction into a strided buffer")

@@ -303,10 +303,16 @@ def broadcast(input, other):
 
 @builtin
 def expand_dims(input, axis):
-    axes = list(axis) if isinstance(axis, (list, tuple)) else [axis]
+    axes = [tl._unwrap(a) for a in (list(axis) if isinstance(axis, (list, tuple)) else [axis])]
     input = S.to_tensor(input)
     rank = len(input.shape) + len(axes)
-    for a in sorted(x % rank for x in axes):
+    if any(not isinstance(a, int) or not -rank <= a < rank for a in axes):
+        raise SemanticError(f"tl.expand_dims: axis {axis} out of range for a result of rank {rank} "
+                            f"(from {-rank} to {rank - 1})")
+    canon = sorted(a % rank for a in axes)
+    if len(set(canon)) != len(canon):
+        raise SemanticError(f"tl.expand_dims: axis {axis} names a dimension twice")
+    for a in canon:
         input = S.expand_dims(input, a)
     return input
 
