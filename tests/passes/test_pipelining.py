@@ -845,3 +845,50 @@ def test_cli_run_no_double_buffer_profile():
     assert set(c_off) == set(c_on) == {"softmax_kernel", "online_softmax_kernel", "scale_bias_softmax_kernel"}, \
         (c_off, c_on)
     assert c_on["softmax_kernel"] < c_off["softmax_kernel"], (c_on, c_off)
+
+
+@tritonpu.jit
+def _k_loop_dot(a_ptr, b_ptr, c_ptr, K, N: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    rm = tl.program_id(0) * BM + tl.arange(0, BM)
+    rn = tl.arange(0, BN)
+    rk = tl.arange(0, BK)
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k in range(0, K, BK):
+        acc += tl.dot(tl.load(a_ptr + rm[:, None] * K + (k + rk)[None, :]),
+                      tl.load(b_ptr + (k + rk)[:, None] * N + rn[None, :]))
+    tl.store(c_ptr + rm[:, None] * N + rn[None, :], acc)
+
+
+@pytest.mark.parametrize("K,buffers", [(1024, 6), (128, 4), (64, 4)])
+def test_a_k_loop_of_short_trips_gets_buffers_for_the_trips_it_has(K, buffers):
+    """Short trips (32x64x32 fp16 tiles: 6 KiB, 56 cycles at the L2 rate) against MTE2's 200-cycle
+    latency ask for six buffers (1 + ceil(256 / 56), made even: the trips alternate L0 halves);
+    when the launch's K gives fewer trips than that (a guard), four at most -- more only add checks
+    for trips that do not exist."""
+    rng = np.random.default_rng(K)
+    a = (rng.random((64, K)) - 0.5).astype(np.float16)
+    b = (rng.random((K, 64)) - 0.5).astype(np.float16)
+    c = np.zeros((64, 64), np.float32)
+    h = _k_loop_dot[(2,)](a, b, c, K, N=64, BM=32, BN=64, BK=32, disable_passes=("panel-reuse",))
+    got = re.findall(r'double_buffer = "on(?:: (\d) buffers)?"', h.asm["double-buffer"])
+    assert [int(g or 2) for g in got] == [buffers], got
+    np.testing.assert_allclose(c, a.astype(np.float32) @ b.astype(np.float32), atol=1e-3, rtol=1e-3)
+    if buffers == 6:
+        # a trip's prefetched loads are one group: the flag for A's tile waits for B's too, so the
+        # K loop sets one MTE2 -> MTE1 flag per trip
+        loop = _inner_loop(h.asm["isa"])
+        assert loop.count("set_flag MTE2, MTE1") == 6 and loop.count("mov.gm.l1") == 12, loop
+
+
+def _inner_loop(isa: str) -> str:
+    """The text of the innermost (last-opened) ``for`` loop with the most instructions."""
+    lines, best, stack = isa.splitlines(), "", []
+    for i, ln in enumerate(lines):
+        if ln.strip().startswith("for "):
+            stack.append(i)
+        elif ln.strip() == "endfor" and stack:
+            start = stack.pop()
+            body = lines[start + 1:i]
+            if not any(x.strip().startswith("for ") for x in body) and len(body) > len(best.splitlines()):
+                best = "\n".join(body)
+    return best

@@ -52,8 +52,8 @@ from tritonpu.codegen.homes import PANEL_ALIGN, const_value, elem_bytes, panel_s
 from tritonpu.ir import Function, Op, Value
 from tritonpu.ir import types as T
 from tritonpu.passes.manager import Pass, register
-from tritonpu.passes.rewrite import (TILE_LOADS, LoopView, clone_op, positive_step, region_of, root, trip_work,
-                                     written_by)
+from tritonpu.passes.rewrite import (TILE_LOADS, LoopView, clone_op, positive_step, region_of, root, trip_count,
+                                     trip_work, written_by)
 from tritonpu.passes.specialize import decide, launch_value
 
 MAX_CANDIDATES = 2          # the panel holds one operand at a time; a dot has two
@@ -265,7 +265,7 @@ class PanelReuse(Pass):
             if most < 2:
                 continue
             ops: list = []
-            trips = _trips(lb, ub, step, ops, F.loc)
+            trips = trip_count(lb, ub, step, ops, F.loc)
             n = launch_value(fn, ops, trips)
             if n is not None and n <= 0:
                 continue
@@ -503,14 +503,6 @@ def _mk(name, operands, ty, into, loc, **attrs) -> Value:
     o = Op(name, operands, [ty], attrs, loc=loc)
     into.append(o)
     return o.result
-
-
-def _trips(lb, ub, step, ops, loc) -> Value:
-    """ceil((ub - lb) / step): F's trip count (<= 0 when it runs none)."""
-    ty = lb.type
-    one = _mk("constant", [], ty, ops, loc, value=1)
-    return _mk("div", [_mk("add", [_mk("sub", [ub, lb], ty, ops, loc), _mk("sub", [step, one], ty, ops, loc)], ty,
-                           ops, loc), step], ty, ops, loc)
 
 
 def _next_values(chain, leaves, pid, npid, into, loc) -> list:

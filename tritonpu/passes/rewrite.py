@@ -239,6 +239,17 @@ class LoopView:
             out = keep
 
 
+def trip_count(lb: Value, ub: Value, step: Value, ops: list, loc) -> Value:
+    """ceil((ub - lb) / step), built as ops appended to ``ops``: a loop's trip count (<= 0 when it
+    runs none)."""
+    def mk(name, operands, **attrs):
+        o = Op(name, operands, [lb.type], attrs, loc=loc)
+        ops.append(o)
+        return o.result
+    one = mk("constant", [], value=1)
+    return mk("div", [mk("add", [mk("sub", [ub, lb]), mk("sub", [step, one])]), step])
+
+
 def trip_work(lp: LoopView, loads=(), fills=()) -> tuple:
     """(MTE2, cube, vector) cycles of one trip of ``lp``'s loop, estimated from the shapes: the
     tiles ``loads`` and L1 panel ``fills`` bring at the L2 rate, its dots on the cube, its block
