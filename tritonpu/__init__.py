@@ -17,10 +17,11 @@ def cdiv(x: int, y: int) -> int:
 
 
 def next_power_of_2(n: int) -> int:
-    """The smallest power of 2 >= n, as ``triton.next_power_of_2``."""
+    """The smallest power of 2 >= n, as ``triton.next_power_of_2`` (whose bit trick gives 0 for
+    n <= 0)."""
     n = int(n)
-    if n <= 1:
-        return 1
+    if n <= 0:
+        return 0
     return 1 << (n - 1).bit_length()
 
 

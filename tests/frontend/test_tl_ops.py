@@ -633,3 +633,27 @@ def test_expand_dims_in_range(axis):
     o = np.zeros(8, np.int32)
     _expand_dims_kernel[(1,)](np.arange(8, dtype=np.int32), o, AX=axis, backend="ref")
     np.testing.assert_array_equal(o, np.arange(8))
+
+
+@tritonpu.jit
+def _atomic_order_kernel(x_ptr, SEM: tl.constexpr, SCOPE: tl.constexpr):
+    tl.atomic_add(x_ptr + tl.arange(0, 4), 1, sem=SEM, scope=SCOPE)
+    tl.atomic_cas(x_ptr + 4, 0, 1, sem=SEM, scope=SCOPE)
+
+
+@pytest.mark.parametrize("sem,scope,msg", [
+    ("bogus", "gpu", "tl.atomic_add: memory semantic 'bogus' not supported (one of acquire, release, acq_rel, relaxed)"),
+    ("relaxed", "warp", "tl.atomic_add: memory scope 'warp' not supported (one of gpu, cta, sys)"),
+])
+def test_an_atomics_order_must_be_one_triton_knows(sem, scope, msg):
+    with pytest.raises(CompilationError) as e:
+        _atomic_order_kernel[(1,)](np.zeros(8, np.int32), SEM=sem, SCOPE=scope, backend="ref")
+    assert e.value.message == msg
+
+
+@pytest.mark.parametrize("backend", ["npu", "ref"])
+@pytest.mark.parametrize("sem,scope", [("acquire", "gpu"), ("release", "cta"), ("acq_rel", "sys"), ("relaxed", None)])
+def test_every_atomic_order_triton_knows_is_accepted(sem, scope, backend):
+    x = np.zeros(8, np.int32)
+    _atomic_order_kernel[(1,)](x, SEM=sem, SCOPE=scope, backend=backend)
+    np.testing.assert_array_equal(x, [1, 1, 1, 1, 1, 0, 0, 0])

@@ -171,3 +171,27 @@ def test_autotune_config_options_and_torch_trials_leave_the_callers_data_alone()
     accumulate[lambda meta: (tritonpu.cdiv(300, meta["BLOCK"]),)](x, y, 300, y.stride(0))
     assert torch.equal(y, x + 1)                # the trials ran on copies: added once
     assert len(accumulate.configs_timings) == 2
+
+
+@tritonpu.jit
+def _plus_one(x_ptr, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(x_ptr + offs, tl.load(x_ptr + offs) + 1)
+
+
+@pytest.mark.parametrize("cores", ["a", -1, 0, 2.5, True])
+@pytest.mark.parametrize("backend", ["npu", "ref"])
+def test_cores_must_be_a_whole_number_of_cores(cores, backend):
+    """Before: cores="a" was a raw ValueError, cores=-1 an error about the grid."""
+    x = np.zeros(64, np.float32)
+    with pytest.raises(LaunchError, match=r"cores= takes a whole number of cores >= 1 \(or None: the machine's\), "
+                                          rf"got {cores!r}"):
+        _plus_one[(4,)](x, BLOCK=16, cores=cores, backend=backend)
+    assert not x.any()
+
+
+@pytest.mark.parametrize("cores", [None, 1, 3, np.int64(5), 100])
+def test_cores_as_a_number(cores):
+    x = np.zeros(64, np.float32)
+    h = _plus_one[(4,)](x, BLOCK=16, cores=cores)
+    assert (x == 1).all() and h.stats.cores_used == min(4, int(cores or 24))

@@ -32,3 +32,17 @@ def test_a_persistent_grid_of_num_sm_programs_uses_every_core():
     h = _rows_times_two[(min(num_sm, 100),)](x, 100, N=32)
     np.testing.assert_array_equal(x, want)
     assert h.stats.cores_used == 24 and len(h.stats.core_cycles) == 24
+
+
+def test_the_tutorials_device_is_the_cpu_and_its_tensors_launch_in_place():
+    """``DEVICE = triton.runtime.driver.active.get_active_torch_device()`` opens Triton's tutorials."""
+    torch = __import__("pytest").importorskip("torch")
+    device = triton.runtime.driver.active.get_active_torch_device()
+    assert device == torch.device("cpu")
+    x = torch.arange(2 * 32, dtype=torch.float32, device=device).reshape(2, 32)
+    _rows_times_two[(2,)](x, 2, N=32)
+    assert torch.equal(x, torch.arange(2 * 32, dtype=torch.float32).reshape(2, 32) * 2)
+
+
+def test_next_power_of_2_is_tritons():
+    assert [triton.next_power_of_2(n) for n in (-5, 0, 1, 2, 3, 5, 1024, 1025)] == [0, 0, 1, 2, 4, 8, 1024, 2048]

@@ -72,6 +72,20 @@ def store(ptr, value, mask=None, cache: str = "", evict: str = "") -> None:
     _builder().create("store", [x.handle for x in operands], [], attrs)
 
 
+ATOMIC_SEMS = ("acquire", "release", "acq_rel", "relaxed")      # Triton's memory semantics
+ATOMIC_SCOPES = ("gpu", "cta", "sys")
+
+
+def _order_attrs(what: str, sem, scope) -> dict:
+    """An atomic's ``sem``/``scope`` as IR attributes; other values are errors, as in Triton."""
+    sem, scope = tl._unwrap(sem), tl._unwrap(scope)
+    if sem and sem not in ATOMIC_SEMS:
+        raise SemanticError(f"{what}: memory semantic {sem!r} not supported (one of {', '.join(ATOMIC_SEMS)})")
+    if scope and scope not in ATOMIC_SCOPES:
+        raise SemanticError(f"{what}: memory scope {scope!r} not supported (one of {', '.join(ATOMIC_SCOPES)})")
+    return {k: str(v) for k, v in (("sem", sem), ("scope", scope)) if v}
+
+
 def atomic_rmw(kind: str, ptr, val, mask=None, sem=None, scope=None) -> tensor:
     ptr = _pointer(ptr, f"tl.atomic_{kind}")
     val = to_tensor(val)
@@ -83,11 +97,7 @@ def atomic_rmw(kind: str, ptr, val, mask=None, sem=None, scope=None) -> tensor:
     val = cast(val, elem)
     mask = _mask(mask, ptr, f"tl.atomic_{kind}")
     operands = [ptr, val] + ([mask] if mask is not None else [])
-    attrs = {"op": kind}
-    if sem:
-        attrs["sem"] = str(sem)
-    if scope:
-        attrs["scope"] = str(scope)
+    attrs = {"op": kind, **_order_attrs(f"tl.atomic_{kind}", sem, scope)}
     return _op("atomic_rmw", operands, T.with_elem(ptr.ty, elem.ir), **attrs)
 
 
@@ -96,7 +106,7 @@ def atomic_cas(ptr, cmp, val, sem=None, scope=None) -> tensor:
     elem = ptr.dtype.element_ty
     cmp = cast(broadcast_to_shape(to_tensor(cmp), ptr.shape), elem)
     val = cast(broadcast_to_shape(to_tensor(val), ptr.shape), elem)
-    attrs = {k: str(v) for k, v in (("sem", sem), ("scope", scope)) if v}
+    attrs = _order_attrs("tl.atomic_cas", sem, scope)
     return _op("atomic_cas", [ptr, cmp, val], T.with_elem(ptr.ty, elem.ir), **attrs)
 
 

@@ -6,7 +6,8 @@ meaning: ``multiprocessor_count`` — AI cores (grid programs are spread over th
 ``min(NUM_SM, n_tiles)`` persistent grid works unchanged), ``max_shared_mem`` — Unified Buffer
 bytes per core, ``warpSize`` — 1 (a program is one instruction stream; there are no warps),
 ``max_num_regs`` — scalar registers per core, ``clock_rate`` — kHz. ``get_current_target()``
-names the backend (``"npu"``) and the machine (``arch``).
+names the backend (``"npu"``) and the machine (``arch``); ``get_active_torch_device()`` is the
+CPU (torch tensors on it are launched in place).
 """
 from __future__ import annotations
 
@@ -52,6 +53,19 @@ class _Driver:
     @staticmethod
     def get_current_target() -> GPUTarget:
         return GPUTarget("npu", _preset().name, 1)
+
+    @staticmethod
+    def get_active_torch_device():
+        """The torch device a Triton script allocates its tensors on (the first line of Triton's
+        tutorials: ``DEVICE = triton.runtime.driver.active.get_active_torch_device()``): the CPU,
+        whose tensors launches read and write in place."""
+        try:
+            import torch
+        except ImportError:
+            raise ImportError("get_active_torch_device() returns a torch device and needs torch "
+                              "(pip install torch, or the 'test' extra); launches take numpy arrays "
+                              "without it") from None
+        return torch.device("cpu")
 
 
 class _Active:

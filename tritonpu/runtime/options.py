@@ -107,6 +107,8 @@ def resolve(options: dict) -> tuple[dict, list[str]]:
     for k, v in options.items():
         if k == "disable_passes":
             v = disabled_passes(v)
+        if k == "cores":
+            v = core_count(v)
         if k not in ASCEND_OPTIONS:
             out[k] = v
             continue
@@ -117,6 +119,19 @@ def resolve(options: dict) -> tuple[dict, list[str]]:
         else:
             notes.append(f"triton-ascend option {k}={v!r} has no effect on the virtual NPU: {why}")
     return out, notes
+
+
+def core_count(value):
+    """``cores=`` checked: None (the preset's) or a whole number >= 1; anything else is a
+    ``LaunchError`` naming the option."""
+    import numbers
+
+    from tritonpu.errors import LaunchError
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
+        raise LaunchError(f"cores= takes a whole number of cores >= 1 (or None: the machine's), got {value!r}")
+    return int(value)
 
 
 def disabled_passes(value) -> tuple:
