@@ -25,15 +25,25 @@ def tolerance(dtype) -> tuple[float, float]:
     return TOLERANCES.get(dtype, (1e-5, 1e-5))
 
 
+def _host(x) -> np.ndarray:
+    """An array, a torch tensor (bfloat16, one that requires grad) or a scalar as a numpy array."""
+    from tritonpu.runtime.arrays import as_array
+    if hasattr(x, "detach"):
+        x = x.detach()
+    a = as_array(x)
+    return np.asarray(x) if a is None else a
+
+
 def _as_compare(x, floating: bool) -> np.ndarray:
-    x = np.asarray(x)
+    x = _host(x)
     return x.astype(np.float64) if floating else x
 
 
 def assert_close(actual, expected, atol=None, rtol=None, err_msg: str = "") -> None:
     """Raise AssertionError unless ``actual`` matches ``expected`` within tolerances
-    (defaults from the actual array's dtype; integers and booleans must match exactly)."""
-    actual = np.asarray(actual)
+    (defaults from the actual array's dtype; integers and booleans must match exactly). Takes
+    numpy arrays, torch tensors (bfloat16 too, and ones that require grad) and scalars."""
+    actual = _host(actual)
     d_atol, d_rtol = tolerance(actual.dtype)
     floating = actual.dtype.kind not in "iub"
     np.testing.assert_allclose(_as_compare(actual, floating), _as_compare(expected, floating),

@@ -195,3 +195,16 @@ def test_cores_as_a_number(cores):
     x = np.zeros(64, np.float32)
     h = _plus_one[(4,)](x, BLOCK=16, cores=cores)
     assert (x == 1).all() and h.stats.cores_used == min(4, int(cores or 24))
+
+
+def test_testing_assert_close_takes_bf16_tensors_and_ones_that_require_grad():
+    """triton.testing.assert_close raised TypeError on a bfloat16 tensor and RuntimeError on one
+    that requires grad (Triton's converts them itself)."""
+    torch = pytest.importorskip("torch")
+    from tritonpu.testing import assert_close
+    a = torch.linspace(-2, 2, 16).to(torch.bfloat16)
+    assert_close(a, a.float())
+    w = torch.nn.Parameter(torch.ones(4))
+    assert_close(w, np.ones(4, np.float32))
+    with pytest.raises(AssertionError):
+        assert_close(a, a.float() + 1)
