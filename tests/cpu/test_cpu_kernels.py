@@ -342,6 +342,26 @@ def test_check_report_on_handle():
     assert not bad.ok and bad.bad == 1 and abs(bad.max_abs - 0.1) < 1e-6
 
 
+@pytest.mark.parametrize("backend", ["npu", "ref", "cpu"])
+def test_the_check_runs_its_baseline_on_copies_that_alias_as_the_arguments_do(backend):
+    """An in-place kernel (x given as input and output): the baseline's copies of x_ptr and
+    out_ptr were two arrays, so it computed something else and the check reported a mismatch
+    although the launch was right."""
+    n = 100
+    x, y = np.arange(n, dtype=np.float32), np.ones(n, np.float32)
+    h = add_kernel[(1,)](x, y, x, n, BLOCK=128, backend=backend, check=True)
+    np.testing.assert_array_equal(x, np.arange(n) + 1)
+    assert h.check.ok, h.check
+    # views into one array that overlap: the copies share one buffer as they do
+    from tritonpu.cpu.check import copies_sharing_memory
+    base = np.arange(10, dtype=np.float32)
+    a, b, other = base[2:8], base[5:], np.zeros(3, np.float32)
+    ca, cb, co = copies_sharing_memory([a, b, other], [True, True, True])
+    assert np.shares_memory(ca, cb) and not np.shares_memory(ca, a) and not np.shares_memory(co, other)
+    ca[4] = -1
+    assert cb[1] == -1 and a[4] == 6 and list(ca) == [2, 3, 4, 5, -1, 7] and list(co) == [0, 0, 0]
+
+
 def test_cli_emit_llvm_and_check(tmp_path):
     script = tmp_path / "k.py"
     script.write_text(textwrap.dedent("""

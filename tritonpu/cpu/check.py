@@ -93,12 +93,37 @@ def compare(name: str, dtype_name: str, got: np.ndarray, want: np.ndarray) -> Ou
     return OutputCheck(name, dtype_name, max_abs, max_rel, rtol, atol, int(np.count_nonzero(bad)), int(got.size))
 
 
+def copies_sharing_memory(arrays: list, is_ptr: list) -> list:
+    """Copies of the arrays (those ``is_ptr`` marks; the rest as they are) that overlap one another
+    exactly as the originals do (an in-place kernel given ``x`` as input and output, a view and its
+    base), so that a run on the copies computes what a run on the originals does."""
+    out = list(arrays)
+    spans = sorted((a.__array_interface__["data"][0], a.__array_interface__["data"][0] + a.nbytes, i)
+                   for i, (a, p) in enumerate(zip(arrays, is_ptr)) if p)
+    groups: list = []
+    for lo, hi, i in spans:
+        if groups and lo < groups[-1][1]:
+            groups[-1][1] = max(groups[-1][1], hi)
+            groups[-1][2].append((lo, i))
+        else:
+            groups.append([lo, hi, [(lo, i)]])
+    for lo, hi, members in groups:
+        buf = np.empty(hi - lo, np.uint8)
+        for start, i in members:
+            a = np.ascontiguousarray(arrays[i])
+            buf[start - lo:start - lo + a.nbytes] = a.reshape(-1).view(np.uint8)
+        for start, i in members:
+            a = arrays[i]
+            out[i] = np.ndarray(a.shape, a.dtype, buffer=buf, offset=start - lo, strides=a.strides)
+    return out
+
+
 def checked_launch(backends: dict, name: str, kernel, arrays, grid, options):
     """Run ``name`` in place and the baseline on copies; compare; print and return via options."""
     baseline = "ref" if name == "cpu" else "cpu"
     ptr_args = [p for p in kernel.fn.args]
     before = [a.copy() if p.type.is_ptr else None for p, a in zip(ptr_args, arrays)]
-    base = [a.copy() if p.type.is_ptr else a for p, a in zip(ptr_args, arrays)]
+    base = copies_sharing_memory(arrays, [p.type.is_ptr for p in ptr_args])
     opts = {k: v for k, v in options.items() if k not in ("check", "backend")}
     backends[baseline](kernel, base, grid, opts)
     stats = backends[name](kernel, arrays, grid, options)
