@@ -28,6 +28,8 @@ def tolerance(dtype) -> tuple[float, float]:
 def _host(x) -> np.ndarray:
     """An array, a torch tensor (bfloat16, one that requires grad) or a scalar as a numpy array."""
     from tritonpu.runtime.arrays import as_array
+    if isinstance(x, np.ndarray):
+        return np.asarray(x)
     if hasattr(x, "detach"):
         x = x.detach()
     a = as_array(x)

@@ -208,3 +208,15 @@ def test_testing_assert_close_takes_bf16_tensors_and_ones_that_require_grad():
     assert_close(w, np.ones(4, np.float32))
     with pytest.raises(AssertionError):
         assert_close(a, a.float() + 1)
+
+
+@pytest.mark.parametrize("backend", ["npu", "ref", "cpu"])
+def test_a_masked_array_is_refused_and_a_memmap_runs_in_place(backend, tmp_path):
+    """A masked array was a raw ValueError on npu and ref (and ran ignoring its mask on cpu)."""
+    x = np.ma.masked_array(np.zeros(16, np.float32), mask=[0, 1] * 8)
+    with pytest.raises(LaunchError, match=r"x_ptr is a numpy masked array: a kernel reads and writes every "
+                                          r"element whatever its mask says; pass its \.data"):
+        _plus_one[(1,)](x, BLOCK=16, backend=backend)
+    m = np.memmap(tmp_path / "x.bin", np.float32, "w+", shape=(16,))
+    _plus_one[(1,)](m, BLOCK=16, backend=backend)
+    assert (np.asarray(m) == 1).all()

@@ -23,9 +23,15 @@ from tritonpu.errors import LaunchError
 
 
 def as_array(value, name: str = "argument") -> np.ndarray | None:
-    """numpy array over ``value``'s memory (None when ``value`` is not an array at all)."""
+    """numpy array over ``value``'s memory (None when ``value`` is not an array at all); a subclass
+    of ndarray (np.memmap) as a plain ndarray over the same memory; a masked array is refused."""
     if isinstance(value, np.ndarray):
-        return value
+        if type(value) is np.ndarray:
+            return value
+        if isinstance(value, np.ma.MaskedArray):
+            raise LaunchError(f"{name} is a numpy masked array: a kernel reads and writes every element "
+                              "whatever its mask says; pass its .data (or .filled(value))")
+        return value.view(np.ndarray)
     if _is_torch_tensor(value):
         return _from_torch(value, name)
     if hasattr(value, "__dlpack__"):
