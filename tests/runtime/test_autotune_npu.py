@@ -157,3 +157,13 @@ def test_reset_to_zero_zeroes_the_arguments_before_the_tuning_launch_runs(backen
     assert acc[0] == 64
     total[lambda m: (triton.cdiv(64, m["BLOCK"]),)](x, acc, 64, backend=backend)
     assert acc[0] == 128
+
+
+def test_a_perf_model_that_returns_no_number_is_an_error():
+    kern = triton.autotune(configs=[triton.Config({"BLOCK": b}) for b in (64, 128, 256)], key=["n"],
+                           prune_configs_by={"perf_model": lambda **kw: None, "top_k": 1})(accumulate.fn)
+    x, out = np.ones(300, np.float32), np.zeros(300, np.float32)
+    with pytest.raises(triton.LaunchError, match=r"perf_model returned None for config BLOCK: 64, .*; it must "
+                                                 r"return a number \(an estimated time\) for every config"):
+        kern[lambda meta: (triton.cdiv(300, meta["BLOCK"]),)](x, out, 300)
+    assert not out.any()
