@@ -287,11 +287,11 @@ def assert_kernel(x_ptr, BLOCK: tl.constexpr):
 
 
 def test_device_assert():
-    assert_kernel[(1,)](np.zeros(8, np.int32), BLOCK=8, backend="cpu")
+    assert_kernel[(1,)](np.zeros(8, np.int32), BLOCK=8, backend="cpu", debug=True)
     x = np.zeros(8, np.int32)
     x[5] = 11
     with pytest.raises(tritonpu.ExecutionError, match="device_assert failed: x must be small") as e:
-        assert_kernel[(1,)](x, BLOCK=8, backend="cpu")
+        assert_kernel[(1,)](x, BLOCK=8, backend="cpu", debug=True)
     assert e.value.line is not None and e.value.line > 0
 
 

@@ -323,12 +323,36 @@ def assert_kernel(x_ptr, BLOCK: tl.constexpr):
     tl.device_assert(x >= 0, "x must be non-negative")
 
 
-@pytest.mark.parametrize("backend", ["ref", "npu"])
+@pytest.mark.parametrize("backend", ["ref", "npu", "cpu"])
 def test_device_assert(backend):
-    assert_kernel[(1,)](np.arange(4, dtype=np.int32), BLOCK=4, backend=backend)
+    assert_kernel[(1,)](np.arange(4, dtype=np.int32), BLOCK=4, backend=backend, debug=True)
     with pytest.raises(tritonpu.ExecutionError, match="x must be non-negative") as info:
-        assert_kernel[(1,)](np.array([0, 1, -1, 2], np.int32), BLOCK=4, backend=backend)
+        assert_kernel[(1,)](np.array([0, 1, -1, 2], np.int32), BLOCK=4, backend=backend, debug=True)
     assert info.value.line is not None and "tl.device_assert" in str(info.value)
+
+
+@tritonpu.jit(debug=True)
+def assert_kernel_debug(x_ptr, BLOCK: tl.constexpr):
+    x = tl.load(x_ptr + tl.arange(0, BLOCK))
+    tl.device_assert(x >= 0, "x must be non-negative", mask=tl.arange(0, BLOCK) < 3)
+
+
+@pytest.mark.parametrize("backend", ["ref", "npu", "cpu"])
+def test_device_assert_is_checked_only_in_debug_mode_as_in_triton(backend, monkeypatch):
+    """Triton checks device_assert only with TRITON_DEBUG (or debug=True); tritonpu checked it always,
+    so a kernel that runs on Triton failed here."""
+    bad = np.array([0, 1, -1, 2], np.int32)
+    monkeypatch.delenv("TRITON_DEBUG", raising=False)
+    assert_kernel[(1,)](bad, BLOCK=4, backend=backend)                        # off: nothing
+    assert_kernel[(1,)](bad, BLOCK=4, backend=backend, debug=False)
+    monkeypatch.setenv("TRITON_DEBUG", "1")
+    with pytest.raises(tritonpu.ExecutionError, match="x must be non-negative"):
+        assert_kernel[(1,)](bad, BLOCK=4, backend=backend)
+    assert_kernel[(1,)](bad, BLOCK=4, backend=backend, debug=False)          # the launch's word wins
+    monkeypatch.setenv("TRITON_DEBUG", "0")
+    with pytest.raises(tritonpu.ExecutionError, match="x must be non-negative"):  # @jit(debug=True)
+        assert_kernel_debug[(1,)](bad, BLOCK=4, backend=backend)
+    assert_kernel_debug[(1,)](np.array([0, 1, 2, -5], np.int32), BLOCK=4, backend=backend)  # masked off
 
 
 @tritonpu.jit

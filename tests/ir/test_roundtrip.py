@@ -83,7 +83,8 @@ def everything_kernel(x_ptr, i_ptr, out_ptr, lock_ptr, n, f, BLOCK: tl.constexpr
 def test_everything_kernel_roundtrips_and_uses_most_ops():
     x = np.linspace(-2, 2, 40, dtype=np.float32)
     out = np.zeros(40, np.float32)
-    h = everything_kernel[(3,)](x, np.arange(40, dtype=np.int32), out, np.zeros(1, np.int32), 40, 1.0, BLOCK=16)
+    h = everything_kernel[(3,)](x, np.arange(40, dtype=np.int32), out, np.zeros(1, np.int32), 40, 1.0, BLOCK=16,
+                                debug=True)          # device_assert is compiled in debug mode only, as in Triton
     text = h.asm["ir"]
     roundtrip(text)
     used = {op.name for op in parse_function(text).walk()}

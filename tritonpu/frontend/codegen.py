@@ -433,9 +433,10 @@ def generate_body(jitfn, builder: Builder, scope: dict, call_stack: tuple):
     return gen.ret
 
 
-def generate(jitfn, params: list[tuple[str, object]], attrs: dict) -> Function:
+def generate(jitfn, params: list[tuple[str, object]], attrs: dict, debug: bool = True) -> Function:
     """Build the IR of a kernel. ``params``: (name, T.Type) for runtime arguments, (name,
-    tl.constexpr(value)) for constexpr ones, in signature order."""
+    tl.constexpr(value)) for constexpr ones, in signature order; ``debug``: device asserts are
+    checked (else they compile to nothing, as in Triton without TRITON_DEBUG)."""
     args, scope, descriptors = [], {}, []
     for name, p in params:
         if isinstance(p, tl.constexpr):
@@ -450,14 +451,14 @@ def generate(jitfn, params: list[tuple[str, object]], attrs: dict) -> Function:
             scope[name] = tensor(v, p)
     fn = Function(jitfn.__name__, args, attrs=attrs)
     builder = Builder(fn.body, Loc(jitfn.src.file, jitfn.src.first_line, 0))
-    saved = tl._state.builder
-    tl._state.builder = builder
+    saved, saved_debug = tl._state.builder, tl._state.debug
+    tl._state.builder, tl._state.debug = builder, debug
     try:
         for name, p, parts in descriptors:
             scope[name] = p.build(parts)
         ret = generate_body(jitfn, builder, scope, (jitfn,))
     finally:
-        tl._state.builder = saved
+        tl._state.builder, tl._state.debug = saved, saved_debug
     if ret is not None:
         raise CompilationError(f"a kernel cannot return a value (`{jitfn.__name__}` returns one); "
                                "write results with tl.store", jitfn.src.file, jitfn.src.first_line)

@@ -19,6 +19,7 @@ from tritonpu.ir import types as T
 
 class _State(threading.local):
     builder = None      # tritonpu.ir.Builder while a kernel is being built
+    debug = True        # device_assert is checked (the compilation's debug mode)
 
 
 _state = _State()

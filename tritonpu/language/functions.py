@@ -441,8 +441,14 @@ def device_print(prefix, *args, hex=False):
 
 
 @builtin
-def device_assert(cond, msg=""):
+def device_assert(cond, msg="", mask=None):
+    """Checked only in debug mode (launch ``debug=True``, ``@jit(debug=True)`` or ``TRITON_DEBUG=1``),
+    as in Triton; otherwise nothing."""
+    if not tl._state.debug:
+        return
     cond = S.to_tensor(cond)
+    if mask is not None:
+        cond = S.logical_or(cond, S.not_(mask))       # masked-off lanes pass
     if not cond.dtype.is_bool():
         cond = S.compare(cond, 0, "ne")
     from tritonpu.language.semantic import _builder

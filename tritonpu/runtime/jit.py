@@ -236,6 +236,7 @@ class JITFunction:
         # Triton specializes integer arguments equal to 1 (strides, mostly) unless told not to
         dns = do_not_specialize or ()
         self.do_not_specialize = {self.arg_names[d] if isinstance(d, int) else d for d in dns}
+        self.debug = debug              # device_assert checks (None: the launch's debug=, else TRITON_DEBUG)
         self._src = None
         self._ast = None
         self._hash = None
@@ -391,10 +392,22 @@ class JITFunction:
                 runtime.append(value)
         return params, runtime
 
+    def debug_for(self, options: dict) -> bool:
+        """Whether this compilation checks ``tl.device_assert`` (and ``assert`` on tensors): as in
+        Triton, the launch's ``debug=``, else ``@jit(debug=)``, else ``TRITON_DEBUG`` set to
+        something other than 0."""
+        if options.get("debug") is not None:
+            return bool(options["debug"])
+        if self.debug is not None:
+            return bool(self.debug)
+        return os.environ.get("TRITON_DEBUG", "0").strip() not in ("", "0")
+
     def compile(self, params: list, options: dict) -> CompiledKernel:
         sig = tuple((n, str(p) if not isinstance(p, tl.constexpr) else ("constexpr", _constexpr_key(p.value)))
                     for n, p in params)
-        opts = tuple(sorted((k, repr(v)) for k, v in options.items() if k in TRITON_OPTIONS))
+        debug = self.debug_for(options)
+        opts = tuple(sorted((k, repr(v)) for k, v in options.items() if k in TRITON_OPTIONS and k != "debug"))
+        opts += (("debug", debug),)
         key_src = repr((self.source_hash(), self.src.file, sig, opts, __version__, disk_cache.compiler_fingerprint()))
         key = hashlib.sha256(key_src.encode()).hexdigest()[:32]
         kernel = self.cache.get(key)
@@ -412,7 +425,7 @@ class JITFunction:
         if kernel is None:
             attrs = {n: p.value for n, p in params if isinstance(p, tl.constexpr)
                      and isinstance(p.value, (int, float, bool, str))}
-            fn = generate(self, params, attrs)
+            fn = generate(self, params, attrs, debug=debug)
             try:
                 verify(fn)
             except Exception as e:  # a frontend bug, not a user mistake: still point at the kernel

@@ -9,7 +9,8 @@ a ``LaunchError``.
 """
 from __future__ import annotations
 
-# Triton's launch options: accepted and recorded; the simulated machine has no warps or CTAs.
+# Triton's launch options: accepted and recorded; the simulated machine has no warps or CTAs;
+# ``debug`` checks tl.device_assert, as in Triton (JITFunction.debug_for).
 TRITON_OPTIONS = ("num_warps", "num_stages", "num_ctas", "maxnreg", "enable_fp_fusion", "launch_cooperative_grid",
                   "enable_warp_specialization", "debug")
 
