@@ -515,3 +515,86 @@ def test_a_name_both_branches_rebind_to_the_same_value_takes_it(backend):
     o = np.zeros(3 * B, np.int32)
     _same_in_both_branches[(1,)](a, b, o, 2, BLOCK=B, backend=backend)
     np.testing.assert_array_equal(o, np.concatenate([b, a, b + 7]))
+
+
+@tritonpu.jit
+def _tuple_carry_kernel(x_ptr, out_ptr, T, BN: tl.constexpr):
+    st = (x_ptr, tl.zeros((BN,), tl.float32))
+    for i in range(3):
+        st = (st[0] + BN, st[1] + tl.load(st[0] + tl.arange(0, BN)))
+    pair = (0, 1)
+    k = 0
+    while k < T:
+        pair = (pair[1], pair[0] + pair[1])
+        k += 1
+    nested = ((1, 2.0), tl.full((BN,), 3.0, tl.float32))
+    for i in range(T):
+        nested = ((nested[0][0] * 2, nested[0][1] + 0.5), nested[1] * 2)
+    tl.store(out_ptr + tl.arange(0, BN), st[1] + pair[1] + nested[0][0] + nested[0][1] + nested[1])
+
+
+@pytest.mark.parametrize("backend", ["ref", "cpu", "npu"])
+def test_a_tuple_reassigned_in_a_loop_is_carried(backend):
+    """Before, only tensors, numbers and block pointers were carried: a tuple's updates were dropped
+    silently and the tuple from before the loop came back (0 instead of 48..57)."""
+    BN, T = 16, 4
+    x = np.arange(48, dtype=np.float32)
+    out = np.full(BN, -1, np.float32)
+    _tuple_carry_kernel[(1,)](x, out, T, BN=BN, backend=backend)
+    fib = [0, 1]
+    for _ in range(T):
+        fib = [fib[1], fib[0] + fib[1]]
+    want = x.reshape(3, BN).sum(0) + fib[1] + 2 ** T + (2.0 + 0.5 * T) + 3.0 * 2 ** T
+    np.testing.assert_array_equal(out, want.astype(np.float32))
+
+
+@tritonpu.jit
+def _if_block_ptr_kernel(x_ptr, out_ptr, N, T, BN: tl.constexpr):
+    p = tl.make_block_ptr(x_ptr, (N,), (1,), (0,), (BN,), (0,))
+    pair = (x_ptr, 0)
+    for i in range(T):
+        if i > 0:
+            p = tl.advance(p, (BN,))
+            pair = (pair[0] + BN, pair[1] + 1)
+    tl.store(out_ptr + tl.arange(0, BN), tl.load(p, boundary_check=(0,)) + tl.load(pair[0] + tl.arange(0, BN))
+             + pair[1])
+
+
+@pytest.mark.parametrize("backend", ["ref", "cpu", "npu"])
+@pytest.mark.parametrize("T", [1, 2, 3])
+def test_a_runtime_if_merges_block_pointers_and_tuples(backend, T):
+    """Before: 'a runtime tensor has no Python truth value here' at the `if` (its branches' block
+    pointers were compared with !=)."""
+    x = np.arange(64, dtype=np.float32)
+    out = np.zeros(16, np.float32)
+    _if_block_ptr_kernel[(1,)](x, out, 64, T, BN=16, backend=backend)
+    row = x[16 * (T - 1):16 * T]
+    np.testing.assert_array_equal(out, 2 * row + (T - 1))
+
+
+@tritonpu.jit
+def _tuple_reshaped_kernel(out_ptr, T):
+    st = (1, 2)
+    for i in range(T):
+        st = (st[0], st[1], 3)
+    tl.store(out_ptr, st[0])
+
+
+@tritonpu.jit
+def _string_reassigned_kernel(out_ptr, T):
+    tag = "a"
+    for i in range(T):
+        tag = "b"
+    tl.store(out_ptr, T)
+
+
+def test_a_loop_refuses_what_it_cannot_carry_instead_of_dropping_it():
+    with pytest.raises(tritonpu.CompilationError) as e:
+        _tuple_reshaped_kernel[(1,)](np.zeros(1, np.int32), 3, backend="ref")
+    assert e.value.message == ("loop-carried tuple `st` must keep its structure (the same number of elements, "
+                               "each a tensor or number where it had one)")
+    with pytest.raises(tritonpu.CompilationError) as e:
+        _string_reassigned_kernel[(1,)](np.zeros(1, np.int32), 3, backend="ref")
+    assert e.value.message == ("`tag` is re-assigned in the loop to a str value, which a loop cannot carry (it "
+                               "carries tensors, numbers, block pointers and tuples of them); compute it before "
+                               "the loop")

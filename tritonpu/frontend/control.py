@@ -23,6 +23,61 @@ def _is_number(v) -> bool:
     return isinstance(v, (int, float, bool)) and not isinstance(v, tensor)
 
 
+def _structured(v) -> bool:
+    """A block pointer or a tuple: a value made of several tensors or numbers."""
+    return isinstance(v, (BP.block_ptr, tuple))
+
+
+def _carriable(v) -> bool:
+    """What a loop may carry and a runtime ``if`` may merge: tensors, numbers, block pointers and
+    tuples of them (nested too)."""
+    if isinstance(v, (tensor, BP.block_ptr)) or _is_number(v):
+        return True
+    return isinstance(v, tuple) and all(_carriable(x) for x in v)
+
+
+def _flat(v) -> list:
+    """The tensors and numbers a carriable value is made of, in order."""
+    if isinstance(v, BP.block_ptr):
+        return list(v.leaves())
+    if isinstance(v, tuple):
+        return [leaf for x in v for leaf in _flat(x)]
+    return [v]
+
+
+def _same_structure(a, b) -> bool:
+    """Whether ``b`` is made like ``a``: the same tuple lengths, block pointers of one block shape,
+    a tensor or number where ``a`` has one."""
+    if isinstance(a, BP.block_ptr):
+        return isinstance(b, BP.block_ptr) and a.block_shape == b.block_shape and \
+            len(a.leaves()) == len(b.leaves())
+    if isinstance(a, tuple):
+        return isinstance(b, tuple) and len(a) == len(b) and all(_same_structure(x, y) for x, y in zip(a, b))
+    return isinstance(b, tensor) or _is_number(b)
+
+
+def _rebuild(template, leaves):
+    """A value made like ``template`` from the tensors the iterator ``leaves`` gives."""
+    if isinstance(template, BP.block_ptr):
+        return template.from_leaves([next(leaves) for _ in template.leaves()])
+    if isinstance(template, tuple):
+        items = [_rebuild(x, leaves) for x in template]
+        return type(template)(*items) if hasattr(template, "_fields") else tuple(items)
+    return next(leaves)
+
+
+def _same_value(a, b) -> bool:
+    """Whether two values a loop or branch cannot carry are the same (never compares tensors)."""
+    if a is b:
+        return True
+    if type(a) is not type(b) or isinstance(a, (tensor, tuple, BP.block_ptr)):
+        return False
+    try:
+        return bool(a == b)
+    except Exception:
+        return False
+
+
 def _assigned_names(stmts) -> list[str]:
     """Names a list of statements (re)binds, in first-assignment order, not entering nested defs."""
     out: list[str] = []
@@ -89,8 +144,14 @@ class ControlFlow:
                 # it had before (`a, b = b, a` in both branches)
                 same[name] = t
                 continue
-            if not (_is_number(t) or isinstance(t, tensor)) or not (_is_number(e) or isinstance(e, tensor)):
-                if t != e:
+            if _structured(t) or _structured(e):
+                # block pointers and tuples: merged leaf by leaf when both branches make them alike
+                if not (_carriable(t) and _carriable(e) and _same_structure(t, e)):
+                    raise self.error(node, f"`{name}` is set to differently made values in the branches of a "
+                                           "runtime if (a block pointer or tuple must keep its block shape and "
+                                           "number of elements)")
+            elif not (_is_number(t) or isinstance(t, tensor)) or not (_is_number(e) or isinstance(e, tensor)):
+                if not _same_value(t, e):
                     raise self.error(node, f"`{name}` is set to different non-tensor values in the branches of "
                                            "a runtime if")
                 same[name] = t
@@ -99,19 +160,22 @@ class ControlFlow:
             results.append((t, e))
         yields_t, yields_e = [], []
         for name, (t, e) in zip(names, results):
-            tt = self._materialize(then_r, t, e)
-            ee = self._materialize(else_r, e, tt)
-            if tt.ty != ee.ty:
-                raise self.error(node, f"mismatched type for `{name}` between the then-block ({tt.ty}) and the "
-                                       f"else-block ({ee.ty})")
-            yields_t.append(tt)
-            yields_e.append(ee)
+            for lt, le in zip(_flat(t), _flat(e)):
+                tt = self._materialize(then_r, lt, le)
+                ee = self._materialize(else_r, le, tt)
+                if tt.ty != ee.ty:
+                    raise self.error(node, f"mismatched type for `{name}` between the then-block ({tt.ty}) and "
+                                           f"the else-block ({ee.ty})")
+                yields_t.append(tt)
+                yields_e.append(ee)
         Builder(then_r, self.builder.loc).create("yield", [v.handle for v in yields_t])
         Builder(else_r, self.builder.loc).create("yield", [v.handle for v in yields_e])
         op = self.builder.create("if", [cond.handle], [v.ty for v in yields_t], regions=[then_r, else_r])
-        for name, res in zip(names, op.results):
-            res.name = name
-            self.scope[name] = tensor(res, res.type)
+        leaves = (tensor(r, r.type) for r in op.results)
+        for name, (t, _) in zip(names, results):
+            self.scope[name] = _rebuild(t, leaves)
+            if not _structured(t):
+                self.scope[name].handle.name = name
         self.scope.update(same)
 
     def _materialize(self, region: Region, v, like) -> tensor:
@@ -258,50 +322,39 @@ class ControlFlow:
         self._bind_results(op, carried)
 
     def _carried(self, body) -> list[str]:
-        out = []
-        for name in _assigned_names(body):
-            v = self.scope.get(name, _MISSING)
-            if isinstance(v, (tensor, BP.block_ptr)) or _is_number(v):
-                out.append(name)
-        return out
-
-    def _leaves(self, name, v) -> list:
-        """A carried value as the tensors a loop carries (a block pointer: its scalar parts)."""
-        if isinstance(v, BP.block_ptr):
-            return v.leaves()
-        return [v if isinstance(v, tensor) else S.to_tensor(v)]
+        return [name for name in _assigned_names(body) if _carriable(self.scope.get(name, _MISSING))]
 
     def _carried_inits(self, carried) -> list:
         """[(name, tensor)] of every carried leaf, in order."""
-        return [(name, leaf) for name in carried for leaf in self._leaves(name, self.scope[name])]
+        return [(name, leaf if isinstance(leaf, tensor) else S.to_tensor(leaf))
+                for name in carried for leaf in _flat(self.scope[name])]
 
     def _bind_carried(self, scope, carried, args) -> None:
-        """Bind each carried name to its region arguments (rebuilding block pointers)."""
-        args = list(args)
+        """Bind each carried name to its region arguments (rebuilding block pointers and tuples)."""
+        leaves = (tensor(a, a.type) for a in args)
         for name in carried:
-            v = self.scope[name]
-            if isinstance(v, BP.block_ptr):
-                n = len(v.leaves())
-                scope[name] = v.from_leaves([tensor(a, a.type) for a in args[:n]])
-                args = args[n:]
-            else:
-                a = args.pop(0)
-                scope[name] = tensor(a, a.type)
+            scope[name] = _rebuild(self.scope[name], leaves)
 
     def _loop_yields(self, node, region, carried, inits, body_scope) -> list[tensor]:
+        for name in _assigned_names(node.body):
+            if name in carried or name not in self.scope or name not in body_scope:
+                continue
+            if not _same_value(self.scope[name], body_scope[name]):
+                raise self.error(node, f"`{name}` is re-assigned in the loop to a {type(body_scope[name]).__name__} "
+                                       "value, which a loop cannot carry (it carries tensors, numbers, block "
+                                       "pointers and tuples of them); compute it before the loop")
         yields = []
         init_iter = iter(inits)
         for name in carried:
             v = body_scope.get(name)
             start = self.scope[name]
-            if isinstance(start, BP.block_ptr):
-                if not isinstance(v, BP.block_ptr) or v.block_shape != start.block_shape:
-                    raise self.error(node, f"loop-carried block pointer `{name}` must stay a block pointer of "
-                                           f"block shape {start.block_shape}")
-                leaves = v.leaves()
-            else:
-                leaves = [v]
-            for v in leaves:
+            if isinstance(start, BP.block_ptr) and not _same_structure(start, v):
+                raise self.error(node, f"loop-carried block pointer `{name}` must stay a block pointer of "
+                                       f"block shape {start.block_shape}")
+            if isinstance(start, tuple) and not _same_structure(start, v):
+                raise self.error(node, f"loop-carried tuple `{name}` must keep its structure (the same number "
+                                       "of elements, each a tensor or number where it had one)")
+            for v in _flat(v) if _structured(start) else [v]:
                 _, init = next(init_iter)
                 if not isinstance(v, tensor):
                     if _is_number(v):
@@ -318,14 +371,9 @@ class ControlFlow:
         return yields
 
     def _bind_results(self, op, carried):
-        results = list(op.results)
+        leaves = (tensor(r, r.type) for r in op.results)
         for name in carried:
-            v = self.scope[name]
-            if isinstance(v, BP.block_ptr):
-                n = len(v.leaves())
-                part, results = results[:n], results[n:]
-                self.scope[name] = v.from_leaves([tensor(r, r.type) for r in part])
-            else:
-                res = results.pop(0)
-                res.name = name
-                self.scope[name] = tensor(res, res.type)
+            start = self.scope[name]
+            self.scope[name] = _rebuild(start, leaves)
+            if not _structured(start):
+                self.scope[name].handle.name = name
