@@ -598,3 +598,22 @@ def test_a_loop_refuses_what_it_cannot_carry_instead_of_dropping_it():
     assert e.value.message == ("`tag` is re-assigned in the loop to a str value, which a loop cannot carry (it "
                                "carries tensors, numbers, block pointers and tuples of them); compute it before "
                                "the loop")
+
+
+@tritonpu.jit
+def _runtime_step_kernel(o_ptr, step):
+    acc = 0
+    for i in range(0, 10, step):
+        acc += 1
+    tl.store(o_ptr, acc)
+
+
+@pytest.mark.parametrize("backend", ["ref", "cpu", "npu"])
+def test_a_runtime_step_of_zero_stops_the_launch_on_every_backend(backend):
+    """Before: ref raised Python's ValueError from inside the evaluator, cpu ran no trip silently."""
+    o = np.full(1, -1, np.int32)
+    with pytest.raises(tritonpu.ExecutionError, match="for loop with step 0") as e:
+        _runtime_step_kernel[(1,)](o, 0, backend=backend)
+    assert e.value.line is not None and e.value.line > 0
+    _runtime_step_kernel[(1,)](o, 3, backend=backend)
+    assert o[0] == 4

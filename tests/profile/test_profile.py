@@ -238,3 +238,16 @@ def test_cli_profile_source_report_csv(tmp_path, capsys):
     assert "25 programs on 24 cores: 2 rounds, the last one 1/24 full" in out
     assert (tmp_path / "r.html").exists() and (tmp_path / "csv" / "1" / "PipeUtilization.csv").exists()
     assert os.environ.get("TRITONPU_TRACE") == before
+
+
+def test_cli_csv_into_a_relative_folder_not_made_yet(tmp_path, capsys, monkeypatch):
+    """`tritonpu run FILE --csv prof/` (README's example) was refused: 'cannot write prof/:  is not a
+    folder' -- the folder's parent was taken as '' and never found."""
+    from tritonpu.cli import main
+    script = tmp_path / "run_me.py"
+    script.write_text("import sys\nsys.path.insert(0, %r)\nimport profile_kernels as pk\n"
+                      "x = pk.launch(25)\n" % os.path.dirname(__file__))
+    monkeypatch.chdir(tmp_path)
+    rc = main(["run", str(script), "--csv", "prof/"])
+    capsys.readouterr()
+    assert rc == 0 and (tmp_path / "prof" / "1" / "PipeUtilization.csv").exists()

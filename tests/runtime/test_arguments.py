@@ -220,3 +220,20 @@ def test_a_masked_array_is_refused_and_a_memmap_runs_in_place(backend, tmp_path)
     m = np.memmap(tmp_path / "x.bin", np.float32, "w+", shape=(16,))
     _plus_one[(1,)](m, BLOCK=16, backend=backend)
     assert (np.asarray(m) == 1).all()
+
+
+@tritonpu.jit
+def _spin_kernel(f_ptr):
+    v = tl.atomic_add(f_ptr, 0)
+    while v == 0:
+        v = tl.atomic_add(f_ptr, 0)
+
+
+def test_max_steps_is_a_launch_option():
+    """The hang message says 'raise max_steps if it is meant to', but a kernel launch refused it."""
+    with pytest.raises(ExecutionError, match="program ran more than 20000 instructions") as e:
+        _spin_kernel[(1,)](np.zeros(1, np.int32), max_steps=20000)
+    assert e.value.line == _spin_kernel.src.first_line + 3                 # the while
+    with pytest.raises(LaunchError, match=r"max_steps= takes a whole number of instructions >= 1, got 0"):
+        _spin_kernel[(1,)](np.zeros(1, np.int32), max_steps=0)
+    _spin_kernel[(1,)](np.ones(1, np.int32), max_steps=100)             # the flag is set: it ends

@@ -229,8 +229,9 @@ def launch_npu(kernel, arrays, grid, options) -> object:
         sanitize = options.get("sanitize")
         if sanitize is None:
             sanitize = os.environ.get("TRITONPU_SANITIZE", "1") not in ("0", "false", "no")
-        stats = prog.run(args, grid=grid, sanitize=sanitize,
-                         trace=bool(options.get("trace")), cores=options.get("cores"))
+        stats = prog.run(args, grid=grid, sanitize=sanitize, trace=bool(options.get("trace")),
+                         cores=options.get("cores"), **({"max_steps": options["max_steps"]}
+                                                        if options.get("max_steps") else {}))
     except NpuError as e:
         raise _execution_error(e, user_grid) from None
     except LaunchError:

@@ -17,7 +17,7 @@ from __future__ import annotations
 from llvmlite import ir
 
 from tritonpu.cpu.codegen import I1, I32, I64, PTR, Buf, Scalar, const, mem_type, numel, reg_type, row_major
-from tritonpu.cpu.memory import ERR_ASSERT, ERR_WHILE, emit_error
+from tritonpu.cpu.memory import ERR_ASSERT, ERR_STEP, ERR_WHILE, emit_error
 from tritonpu.ref.evaluator import MAX_WHILE_TRIPS
 
 
@@ -78,6 +78,9 @@ def lower_for(ctx, op, ins):
     body = op.regions[0]
     carried_vals = body.args[1:]
     bufs = _carried(ctx, carried_vals, inits)
+    if not isinstance(step, ir.Constant):     # a step of 0 stops the launch, as on the NPU and ref
+        with b.if_then(b.icmp_signed("==", step, const(step.type, 0)), likely=False):
+            emit_error(ctx, ERR_STEP, op, 0, b.sext(step, I64) if step.type.width < 64 else step)
     pre = b.block
     hdr = ctx.block("for")
     b.branch(hdr)

@@ -173,7 +173,7 @@ def launch(kernel, arrays, grid, options=None) -> None:
 
 
 def _error(art, kernel, arrays, err) -> ExecutionError:
-    from tritonpu.cpu.memory import ERR_ASSERT, ERR_WHILE, MULTI
+    from tritonpu.cpu.memory import ERR_ASSERT, ERR_STEP, ERR_WHILE, MULTI
     from tritonpu.ref.evaluator import while_trips_message
     code, opid, x, y, z, k, off = (int(v) for v in err[:7])
     op = art.lowered.ops[opid]
@@ -181,6 +181,8 @@ def _error(art, kernel, arrays, err) -> ExecutionError:
         msg = f"device_assert failed: {op.attrs['msg']}"
     elif code == ERR_WHILE:
         msg = while_trips_message(off, "cpu")
+    elif code == ERR_STEP:
+        msg = "for loop with step 0"
     else:
         item = op.operands[0].type.scalar.pointee.kind.bytes
         if k == MULTI:

@@ -26,7 +26,7 @@ from tritonpu.cpu.codegen import (I1, I8, I64, PTR, Buf, Scalar, const, elem_byt
                                   signed, zero_of)
 
 MULTI = -1
-ERR_OOB, ERR_ASSERT, ERR_WHILE = 1, 2, 3
+ERR_OOB, ERR_ASSERT, ERR_WHILE, ERR_STEP = 1, 2, 3, 4
 
 
 # -- provenance ----------------------------------------------------------------------------------

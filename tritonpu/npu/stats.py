@@ -70,7 +70,9 @@ class Stats:
         by_pipe = {n: 0 for n in PIPE_STAT_NAMES}
         for path, b in st.bytes_by_path.items():
             by_pipe[PIPE_STAT_NAMES[PIPES.index(m.paths[path].pipe)]] += b
-        rd = sum(gmmaps.count(x) for x in st.gm_read.values())
+        # distinct bytes the kernel reads: not the compiler's own parameters (`__zeros`, the zero row
+        # padded L1 tiles copy; names starting with __), whose transfers bytes_by_path still counts
+        rd = sum(gmmaps.count(x) for name, x in st.gm_read.items() if not name.startswith("__"))
         wr = sum(gmmaps.count(x) for x in st.gm_written.values())
         terms = {"mte2 read": rd / (cores * m.ddr_bytes_per_cycle),
                  "mte3 write": wr / (cores * m.paths["ub->gm"].bytes_per_cycle),

@@ -20,7 +20,11 @@ def add_opt_command(sub) -> None:
 
 def opt_command(args) -> int:
     from tritonpu.passes import PassError, PassManager, parse_pipeline
-    text = sys.stdin.read() if args.file == "-" else open(args.file, encoding="utf-8").read()
+    try:
+        text = sys.stdin.read() if args.file == "-" else open(args.file, encoding="utf-8").read()
+    except (OSError, UnicodeDecodeError) as e:
+        print(f"tritonpu opt: cannot read {args.file}: {e}", file=sys.stderr)
+        return 1
     try:
         fns = parse_module(text)
         for fn in fns:

@@ -258,7 +258,9 @@ class Program:
         body = op.regions[0]
         iv_dt = _npdt(op.operands[0].type)
         lb, ub, step = int(lb), int(ub), int(step)
-        for i in range(lb, ub, step):
+        if step == 0:                       # as the NPU stops it: never an endless loop
+            self.fail(op, "for loop with step 0")
+        for i in range(lb, ub, step) if step else ():
             vals = self.run_region(body, env, [np.asarray(i, iv_dt)] + vals)
         for r, v in zip(op.results, vals):
             env[id(r)] = v

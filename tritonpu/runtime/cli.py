@@ -132,7 +132,7 @@ def run_script(file: str) -> int:
 def _unwritable(path: str, is_dir: bool) -> str | None:
     """Why ``path`` (a file, or a folder made if missing) cannot be written, checked before the
     script runs -- not after its first launch has been simulated; None when it can."""
-    target = path if is_dir else os.path.dirname(os.path.abspath(path))
+    target = os.path.abspath(path) if is_dir else os.path.dirname(os.path.abspath(path))
     probe = target
     while not os.path.exists(probe):
         parent = os.path.dirname(probe)

@@ -15,7 +15,7 @@ TRITON_OPTIONS = ("num_warps", "num_stages", "num_ctas", "maxnreg", "enable_fp_f
                   "enable_warp_specialization", "debug")
 
 # tritonpu's own launch options.
-OPTIONS = ("backend", "check", "sanitize", "trace", "cores", "disable_passes", "double_buffer")
+OPTIONS = ("backend", "check", "sanitize", "trace", "cores", "disable_passes", "double_buffer", "max_steps")
 
 # triton-ascend's compile and launch options (its NPUOptions and documented autotune options).
 # name -> (tritonpu option it sets, or None; why it has no further effect here)
@@ -110,6 +110,9 @@ def resolve(options: dict) -> tuple[dict, list[str]]:
             v = disabled_passes(v)
         if k == "cores":
             v = core_count(v)
+        if k == "max_steps" and v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 1):
+            from tritonpu.errors import LaunchError
+            raise LaunchError(f"max_steps= takes a whole number of instructions >= 1, got {v!r}")
         if k not in ASCEND_OPTIONS:
             out[k] = v
             continue
