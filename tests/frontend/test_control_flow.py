@@ -584,7 +584,7 @@ def _tuple_reshaped_kernel(out_ptr, T):
 def _string_reassigned_kernel(out_ptr, T):
     tag = "a"
     for i in range(T):
-        tag = "b"
+        tag = "b"  # noqa: F841  (what the compiler must refuse)
     tl.store(out_ptr, T)
 
 
