@@ -27,7 +27,11 @@ are iterated to a fixed point before the final pass inserts the syncs.
 Placement.  A needed pair P -> Q goes ``set_flag`` right after the last conflicting P instruction
 when that instruction is earlier in the same straight-line block (so P work issued later does not
 delay Q), with an event id not pending on (P, Q) anywhere between set and wait; otherwise (or when
-no id is free) the set goes immediately before the wait, right before the consumer.  When several
+no id is free) the set goes immediately before the wait, right before the consumer.  When the
+producer belongs to a *prefetch group* (``Instr.group``: the loads of one trip a pipelined loop
+issues ahead) and the consumer's pipe has other work queued before it, the set goes after the
+group's last load before that pipe's next instruction instead: one flag covers the trip's tiles,
+so the loads in flight hold one event id per trip.  When several
 pipes must be waited for, the flag that covers most conflicts is taken first, so conflicts covered
 transitively get no pair of their own.
 """

@@ -14,6 +14,11 @@ valid extent along the last dimension is 0, the others full), so no address outs
 program's own accesses is touched, and every trip
 computes, reads and writes exactly what it did before.  MTE2 then brings trip i+1 while the vector
 unit and the cube work on trip i and MTE3 drains trip i-1; the sync pass orders the two buffers.
+A loop that only reads and whose trips are shorter than a GM read's latency gets more buffers (up
+to ``MAX_STAGES``; ``PANEL_EVENTS`` while it fills an L1 panel; an even number when it computes a
+dot; ``SHORT_STAGES`` at most when the launch's arguments give it fewer trips, a guard), its loads
+running that many trips minus one ahead; with more than two, each trip's prefetched loads carry one ``{prefetch = N}``
+group, which the sync pass orders for their readers with one flag.
 When the on-chip space does not allow the second buffers the loop is left as it is and marked
 ``{double_buffer = "off: ..."}`` in the IR.  The launch option ``double_buffer=False`` (CLI
 ``--no-double-buffer``) leaves this pass out.
