@@ -159,8 +159,8 @@ class Autotuner(_Wrapped):
         if len(configs) <= top_k:
             return configs
         estimate = {i: model(**{**named, **kwargs, **c.all_kwargs()}) for i, c in enumerate(configs)}
-        bad = next((i for i, e in estimate.items() if isinstance(e, bool) or not isinstance(e, (int, float, np.number))),
-                   None)
+        bad = next((i for i, e in estimate.items()
+                    if isinstance(e, bool) or not isinstance(e, (int, float, np.number))), None)
         if bad is not None:
             raise LaunchError(f"autotune of `{self.__name__}`: perf_model returned {estimate[bad]!r} for config "
                               f"{configs[bad]}; it must return a number (an estimated time) for every config")
