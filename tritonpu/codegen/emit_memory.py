@@ -202,9 +202,27 @@ class MemoryEmitter:
             self.emit(f"mov.gm.ub.{dst.dtype} ub[{dst.addr}], {param}[{base}], {cols_valid}, {es}, {src_stride}, "
                       f"{es}", "MTE2", reads, writes)
             return
+        pitch = self.aligned_pitch(cols * es, rows)
+        if pitch == cols * es:
+            self.row_loop(rows_valid, lambda i, g, u: self.emit(
+                f"mov.gm.ub.{dst.dtype} ub[{u}+{dst.addr}], {param}[{g}], {cols_valid}, {es}, {src_stride}, {es}",
+                "MTE2", reads, writes), base, self.mul_imm(s_row, es), cols * es)
+            return
+        # rows that do not start 32-byte aligned in the tile: each row into an aligned row of scratch,
+        # then one copy packs the valid part over the filled tile
+        at = self.scratch(rows * pitch)
+        rows_acc = [Access("ub", at, at + rows * pitch)]
         self.row_loop(rows_valid, lambda i, g, u: self.emit(
-            f"mov.gm.ub.{dst.dtype} ub[{u}+{dst.addr}], {param}[{g}], {cols_valid}, {es}, {src_stride}, {es}",
-            "MTE2", reads, writes), base, self.mul_imm(s_row, es), cols * es)
+            f"mov.gm.ub.{dst.dtype} ub[{u}+{at}], {param}[{g}], {cols_valid}, {es}, {src_stride}, {es}",
+            "MTE2", reads, rows_acc), base, self.mul_imm(s_row, es), pitch)
+        self.emit(f"mov.ub.ub ub[{dst.addr}], ub[{at}], {rows_valid}, {self.mul_imm(cols_valid, es)}, {pitch}, "
+                  f"{cols * es}", "V", rows_acc, writes)
+
+    def aligned_pitch(self, row_bytes: int, rows: int) -> int:
+        """The row pitch element-by-element transfers use: ``row_bytes`` when every row starts
+        32-byte aligned (or there is one row), else rounded up to the alignment (through scratch)."""
+        align = self.m.align["ub"]
+        return row_bytes if rows <= 1 or row_bytes % align == 0 else (row_bytes + align - 1) // align * align
 
     def pad_rows_l1(self, dst, rows_valid, rows, cols, es, pad, writes) -> None:
         """Rows rows_valid..rows of an L1 tile get `pad` from a UB row (MTE3): straight-line code,
@@ -317,9 +335,18 @@ class MemoryEmitter:
             self.emit(f"mov.ub.gm.{src.dtype} {param}[{base}], ub[{src.addr}], {cols_valid}, {es}, {es}, "
                       f"{dst_stride}{mode}", "MTE3", reads, writes)
             return
+        pitch = self.aligned_pitch(cols * es, rows)
+        at = src.addr
+        if pitch != cols * es:
+            # rows that do not start 32-byte aligned: packed into aligned rows of scratch first
+            at = self.scratch(rows * pitch)
+            packed = [Access("ub", at, at + rows * pitch)]
+            self.emit(f"mov.ub.ub ub[{at}], ub[{src.addr}], {rows_valid}, {cols * es}, {cols * es}, {pitch}", "V",
+                      reads, packed)
+            reads = packed
         self.row_loop(rows_valid, lambda i, g, u: self.emit(
-            f"mov.ub.gm.{src.dtype} {param}[{g}], ub[{u}+{src.addr}], {cols_valid}, {es}, {es}, {dst_stride}{mode}",
-            "MTE3", reads, writes), base, self.mul_imm(s_row, es), cols * es)
+            f"mov.ub.gm.{src.dtype} {param}[{g}], ub[{u}+{at}], {cols_valid}, {es}, {es}, {dst_stride}{mode}",
+            "MTE3", reads, writes), base, self.mul_imm(s_row, es), pitch)
 
     # ---- indexed rows --------------------------------------------------------------------------------
     def op_gather_rows(self, op) -> None:
