@@ -364,6 +364,12 @@ class CodeGenerator(ControlFlow, ast.NodeVisitor):
             return fn(*args, **kwargs)
         if fn is tl.constexpr:
             return args[0]
+        if getattr(fn, "__tritonpu_constexpr_function__", False):
+            # triton.cdiv, triton.next_power_of_2, @triton.constexpr_function: Python on constexprs
+            if any(isinstance(a, tensor) for a in list(args) + list(kwargs.values())):
+                raise self.error(node, f"`{getattr(fn, '__name__', fn)}` is a constexpr function: its arguments "
+                                       "must be constexpr values, not runtime tensors (use tl.cdiv for those)")
+            return fn(*args, **kwargs)
         if isinstance(fn, pytypes.MethodType) and isinstance(fn.__self__, (tensor, tl.dtype)):
             return fn(*args, **kwargs)          # x.to(...), x.dtype.is_floating(), ...
         if isinstance(fn, type) and issubclass(fn, tl.dtype):

@@ -2,7 +2,8 @@
 from tritonpu.language import extra, math
 from tritonpu.language.descriptor import tensor_descriptor
 from tritonpu.language.core import (ALL_DTYPES, SemanticError, block_type, bfloat16, bool_, builtin, constexpr, dtype,
-                                    float16, float32, float64, int1, int8, int16, int32, int64, pointer_type,
+                                    float16, float32, float64, float8e4b8, float8e4b15, float8e4nv, float8e5,
+                                    float8e5b16, int1, int8, int16, int32, int64, pointer_type,
                                     range, static_range, tensor, uint8, uint16, uint32, uint64)
 from tritonpu.language.functions import (abs, arange, argmax, argmin, atomic_add, atomic_and, atomic_cas, atomic_max,
                                          atomic_min, atomic_or, atomic_xchg, atomic_xor, broadcast, broadcast_to,

@@ -262,6 +262,33 @@ class block_type(dtype):
         return n
 
 
+class _named_dtype(dtype):
+    """A dtype Triton has and tritonpu names, so that a kernel may compare against it (``V.dtype ==
+    tl.float8e5``), but cannot compute with: fp8 (a value of it is a SemanticError)."""
+
+    def __init__(self, name: str):
+        self.name = name
+
+    @property
+    def _kind(self):
+        raise SemanticError(f"{self.name} is not supported by tritonpu: it has no fp8 types (compute in fp16, "
+                            "bf16 or fp32)")
+
+    def is_fp8(self):
+        return True
+
+    is_fp8e4nv = is_fp8e4b8 = is_fp8e4b15 = is_fp8e5 = is_fp8e5b16 = is_fp8
+
+    def is_floating(self):
+        return True
+
+    def is_int(self):
+        return False
+
+
+float8e4nv, float8e5, float8e4b15, float8e4b8, float8e5b16 = (
+    _named_dtype(n) for n in ("fp8e4nv", "fp8e5", "fp8e4b15", "fp8e4b8", "fp8e5b16"))
+
 int1 = dtype("int1")
 int8, int16, int32, int64 = dtype("int8"), dtype("int16"), dtype("int32"), dtype("int64")
 uint8, uint16, uint32, uint64 = dtype("uint8"), dtype("uint16"), dtype("uint32"), dtype("uint64")

@@ -5,7 +5,8 @@
 meaning: ``multiprocessor_count`` — AI cores (grid programs are spread over them; the usual
 ``min(NUM_SM, n_tiles)`` persistent grid works unchanged), ``max_shared_mem`` — Unified Buffer
 bytes per core, ``warpSize`` — 1 (a program is one instruction stream; there are no warps),
-``max_num_regs`` — scalar registers per core, ``clock_rate`` — kHz. ``get_current_target()``
+``max_num_regs`` — scalar registers per core, ``clock_rate`` — kHz; triton-ascend's ``num_aicore`` and
+``num_vectorcore`` — both the core count (each AI core runs the cube and the vector unit). ``get_current_target()``
 names the backend (``"npu"``) and the machine (``arch``); ``get_active_torch_device()`` is the
 CPU (torch tensors on it are launched in place).
 """
@@ -35,7 +36,10 @@ class _Utils:
         m = _preset()
         return {"multiprocessor_count": m.cores, "max_shared_mem": m.capacity["ub"], "warpSize": 1,
                 "max_num_regs": SCALAR_REGISTERS, "clock_rate": int(m.clock_ghz * 1e6),
-                "name": m.name}
+                "name": m.name,
+                # triton-ascend's keys: grid sizes for cube and vector kernels; the virtual NPU's AI
+                # cores each run the cube and the vector unit, so both are its core count
+                "num_aicore": m.cores, "num_vectorcore": m.cores}
 
 
 class _Driver:
