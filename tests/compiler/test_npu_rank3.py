@@ -169,3 +169,22 @@ def test_a_strided_row_not_a_multiple_of_32_bytes(backend, BN, n_cols, step):
     else:       # every column is element 0 of its row: the last store wins, all equal
         want_z[:n_rows, 0] = 2 * base[:n_rows, 0]
     np.testing.assert_array_equal(z, want_z)
+
+
+@tritonpu.jit
+def _many_slices(out, inp, n, X: tl.constexpr, Y: tl.constexpr, Z: tl.constexpr):
+    idx = tl.arange(0, X)[:, None, None] * Y * Z + tl.arange(0, Y)[None, :, None] * Z + tl.arange(0, Z)[None, None, :]
+    m = tl.arange(0, X)[:, None, None] < n
+    tl.store(out + idx, tl.load(inp + idx, mask=m, other=0) * 2, mask=m)
+
+
+@pytest.mark.parametrize("X,n", [(64, 64), (128, 100), (256, 3)])
+def test_a_rank3_block_with_many_leading_rows(X, n):
+    """One transfer per leading index, each with temporaries of its own: 64 leading rows ran out of
+    the 64 scalar registers (triton-ascend's test_associative_scan copies a (128, 4, 16) block)."""
+    x = np.random.default_rng(X).random((X, 4, 16)).astype(np.float32)
+    o = np.zeros_like(x)
+    _many_slices[(1,)](o, x, n, X=X, Y=4, Z=16)
+    want = x * 2
+    want[n:] = 0
+    np.testing.assert_array_equal(o, want)

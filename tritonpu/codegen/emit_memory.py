@@ -77,7 +77,12 @@ class MemoryEmitter:
             if not all_live:
                 self.emit(f"cmp.gt {live}, {V[0]}, {i}", "S")
                 self.emit(f"sel {rows}, {live}, {V[1]}, 0", "S")
+            mark = len(self.temp_regs)
             each(sub.with_(addr=t.addr + i * step), g, S[1:], [rows, V[2]])
+            # the slice's own temporaries are free again: its transfer read them when it was issued
+            # (64 leading rows ran out of the 64 registers)
+            self.free_regs.extend(self.temp_regs[mark:])
+            del self.temp_regs[mark:]
         if load and t is not home:
             self.emit(f"mov.ub.ub ub[{home.addr}], ub[{t.addr}], {n}, {home.strides[0] * t.esize}, {step}, "
                       f"{home.strides[0] * t.esize}", "V", reads=[self.acc(t)], writes=[self.acc(home)])
