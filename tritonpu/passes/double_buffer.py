@@ -77,7 +77,7 @@ class DoubleBuffer(Pass):
         if isinstance(fn.attrs.get("pipeline_stages"), int):      # a cap the IR text can set
             most = max(2, min(most, fn.attrs["pipeline_stages"]))
         for stages in range(most, 1, -1):
-            new_ops = self._rewrite(lp, loads, fills, nexts, stages)
+            new_ops = self._rewrite(lp, loads, fills, nexts, stages, filling)
             rest = new_ops[-1]
             replace_all_uses(fn, op.results, rest.results)
             i = region.ops.index(op)
@@ -108,7 +108,7 @@ class DoubleBuffer(Pass):
         ops.append(short)
         return decide(fn, ops, short.result) is True
 
-    def _rewrite(self, lp: LoopView, loads: list, fills: list, nexts: list, stages: int) -> list:
+    def _rewrite(self, lp: LoopView, loads: list, fills: list, nexts: list, stages: int, filling: bool) -> list:
         """The loop pipelined over ``stages`` buffers per load: loads run ``stages - 1`` trips
         ahead, the body is unrolled ``stages`` times (each trip's tiles in a buffer of their own,
         straight-line code), and the last ``stages - 1`` trips run after the loop, each if it exists."""
@@ -117,7 +117,6 @@ class DoubleBuffer(Pass):
         inits = op.operands[3:]
         loc = op.loc
         ahead = stages - 1
-        panel_filled = any(o.name == "panel_fill" for o in lp.body.ops)    # (events: the fills' trips)
         out: list = []
 
         def mk(name, operands, ty, into, **attrs):
@@ -181,7 +180,7 @@ class DoubleBuffer(Pass):
                  **{id(ld.result): x for ld, x in zip(loads, tiles)}}
             start = len(into)
             clone(lp.body.ops[:-1], m, into, {id(ld) for ld in loads} | {id(f) for f in fills})
-            for o in into[start:] if panel_filled else ():
+            for o in into[start:] if filling else ():      # (events: the fills' trips)
                 if o.name in ("panel_tile", "panel_fill"):     # (a fill not prefetched: in its trip)
                     o.attrs["event"] = event
             return [m.get(id(y), y) for y in lp.term.operands]
