@@ -31,7 +31,7 @@ def promo_kernel(a_ptr, b_ptr, out_ptr, OP: tl.constexpr, EXPECT: tl.constexpr, 
     if B_SCALAR is None:
         b = tl.load(b_ptr + offs)
     else:
-        b = B_SCALAR
+        b: tl.constexpr = B_SCALAR      # a number (`b = B_SCALAR` would make it a scalar tensor, as in Triton)
     if OP == "+":
         c = a + b
     elif OP == "*":

@@ -25,6 +25,7 @@ from tritonpu.language import core as tl
 from tritonpu.language.descriptor import host_descriptor_param
 from tritonpu.language import semantic as S
 from tritonpu.language.core import SemanticError, tensor
+from tritonpu.language.scalars import is_typed, typed
 from tritonpu.frontend import combine as combine_op
 from tritonpu.frontend.control import ControlFlow, _contains_return, _is_number  # noqa: F401
 from tritonpu.language.functions import associative_scan as _tl_scan, reduce as _tl_reduce
@@ -168,7 +169,8 @@ class CodeGenerator(ControlFlow, ast.NodeVisitor):
                                    "use tl.store to write memory")
 
     def visit_Assign(self, node):
-        value = self.visit(node.value)
+        # as Triton's visit_Assign: an assigned number is a scalar tensor of its type (see scalars)
+        value = typed(self.visit(node.value))
         for target in node.targets:
             self._bind(target, value, node)
 
@@ -176,13 +178,15 @@ class CodeGenerator(ControlFlow, ast.NodeVisitor):
         if node.value is None:
             return
         value = self.visit(node.value)
+        if self.visit(node.annotation) is not tl.constexpr:     # `x: tl.constexpr = 4` stays a number
+            value = typed(value)
         self._bind(node.target, value, node)
 
     def visit_AugAssign(self, node):
         if not isinstance(node.target, ast.Name):
             raise self.error(node, "augmented assignment needs a simple name")
         lhs = self.visit(ast.Name(node.target.id, ast.Load(), lineno=node.lineno, col_offset=node.col_offset))
-        value = self._binop(node.op, lhs, self.visit(node.value), node)
+        value = typed(self._binop(node.op, lhs, self.visit(node.value), node))
         self._bind(node.target, value, node)
 
     def visit_Assert(self, node):
@@ -370,7 +374,7 @@ class CodeGenerator(ControlFlow, ast.NodeVisitor):
                 raise self.error(node, f"`{getattr(fn, '__name__', fn)}` is a constexpr function: its arguments "
                                        "must be constexpr values, not runtime tensors (use tl.cdiv for those)")
             return fn(*args, **kwargs)
-        if isinstance(fn, pytypes.MethodType) and isinstance(fn.__self__, (tensor, tl.dtype)):
+        if isinstance(fn, pytypes.MethodType) and (isinstance(fn.__self__, (tensor, tl.dtype)) or is_typed(fn.__self__)):
             return fn(*args, **kwargs)          # x.to(...), x.dtype.is_floating(), ...
         if isinstance(fn, type) and issubclass(fn, tl.dtype):
             return fn(*args, **kwargs)          # tl.pointer_type(tl.int32), tl.block_type(...)

@@ -12,6 +12,7 @@ import numbers
 from tritonpu.ir import types as T
 from tritonpu.language import core as tl
 from tritonpu.language.core import SemanticError, tensor
+from tritonpu.language.scalars import is_typed, plain
 
 
 def _builder():
@@ -30,6 +31,8 @@ def _op(name, operands, ty: T.Type, **attrs) -> tensor:
 # constants and conversion
 # --------------------------------------------------------------------------------------------
 def python_scalar_dtype(x) -> tl.dtype:
+    if is_typed(x):
+        return x.dtype
     if isinstance(x, bool):
         return tl.int1
     if isinstance(x, numbers.Integral):
@@ -68,7 +71,9 @@ def to_tensor(x) -> tensor:
 
 
 def _is_number(x) -> bool:
-    return isinstance(x, (numbers.Number, bool)) and not isinstance(x, tensor)
+    """A Python number: weakly typed when it meets a tensor (a number assigned to a name in the
+    kernel is not: it is a scalar tensor of its type, see ``scalars``)."""
+    return isinstance(x, (numbers.Number, bool)) and not isinstance(x, tensor) and not is_typed(x)
 
 
 def _int_range(dt: tl.dtype) -> tuple[int, int]:
@@ -520,7 +525,7 @@ def strict_triton() -> bool:
 
 
 def arange(start, end) -> tensor:
-    start, end = tl._unwrap(start), tl._unwrap(end)
+    start, end = plain(tl._unwrap(start)), plain(tl._unwrap(end))
     if not isinstance(start, int) or not isinstance(end, int) or isinstance(start, bool):
         raise SemanticError("tl.arange needs constexpr integer bounds; got "
                             f"{type(start).__name__} and {type(end).__name__}")
@@ -540,7 +545,7 @@ def check_shape(shape) -> list[int]:
         shape = [shape]
     out = []
     for d in shape:
-        d = tl._unwrap(d)
+        d = plain(tl._unwrap(d))
         if not isinstance(d, int):
             raise SemanticError(f"shape dimensions must be constexpr ints, got {d!r}")
         if d < 1 or strict_triton() and not _power_of_two(d):
