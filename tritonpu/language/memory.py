@@ -44,6 +44,11 @@ def _value_for(ptr: tensor, value, what: str) -> tensor:
 
 def load(ptr, mask=None, other=None, cache: str = "", evict: str = "", volatile: bool = False) -> tensor:
     ptr = _pointer(ptr, "tl.load")
+    if ptr.dtype.element_ty.is_bool():
+        # as Triton: bools are loaded as int8 and compared with 0 (a byte other than 0 or 1 is true)
+        i8 = load(cast(ptr, tl.pointer_type(tl.int8)), mask, None if tl._unwrap(other) is None else cast(other, tl.int8),
+                  cache, evict, volatile)
+        return compare(i8, 0, "ne")
     mask = _mask(mask, ptr, "tl.load")
     operands = [ptr]
     if tl._unwrap(other) is not None:
