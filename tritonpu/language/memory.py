@@ -91,6 +91,14 @@ def _order_attrs(what: str, sem, scope) -> dict:
     return {k: str(v) for k, v in (("sem", sem), ("scope", scope)) if v}
 
 
+_BITS = {16: (tl.int16, None), 32: (tl.int32, tl.uint32), 64: (tl.int64, tl.uint64)}
+
+
+def _as_bits(x: tensor, dt: tl.dtype) -> tensor:
+    """``x``'s bits as ``dt`` (a pointer: as a pointer to ``dt``)."""
+    return cast(x, tl.pointer_type(dt) if x.dtype.is_ptr() else dt, bitcast=True)
+
+
 def atomic_rmw(kind: str, ptr, val, mask=None, sem=None, scope=None) -> tensor:
     ptr = _pointer(ptr, f"tl.atomic_{kind}")
     val = to_tensor(val)
@@ -101,9 +109,30 @@ def atomic_rmw(kind: str, ptr, val, mask=None, sem=None, scope=None) -> tensor:
         raise SemanticError(f"tl.atomic_{kind} needs an integer pointer, got {ptr.dtype!r}")
     val = cast(val, elem)
     mask = _mask(mask, ptr, f"tl.atomic_{kind}")
-    operands = [ptr, val] + ([mask] if mask is not None else [])
     attrs = {"op": kind, **_order_attrs(f"tl.atomic_{kind}", sem, scope)}
+    if kind in ("max", "min") and elem.name in ("fp32", "fp64"):
+        return _float_max_min(kind, ptr, val, mask, attrs)
+    operands = [ptr, val] + ([mask] if mask is not None else [])
     return _op("atomic_rmw", operands, T.with_elem(ptr.ty, elem.ir), **attrs)
+
+
+def _float_max_min(kind, ptr, val, mask, attrs) -> tensor:
+    """Triton's float atomic max/min, on the bits: where ``val``'s sign bit is clear, a signed
+    integer max (min: unsigned min), where it is set an unsigned min (min: signed max) — so +0 is
+    above -0 and a NaN's bits order it (a positive NaN is above every number for max)."""
+    elem = ptr.dtype.element_ty
+    signed, unsigned = _BITS[elem.primitive_bitwidth]
+    ival = _as_bits(val, signed)
+    negative = compare(ival, 0, "lt")
+    positive = compare(ival, 0, "ge")
+    if mask is not None:
+        negative, positive = logical_and(mask, negative), logical_and(mask, positive)
+    ity, uty = T.with_elem(ptr.ty, signed.ir), T.with_elem(ptr.ty, unsigned.ir)
+    pos_kind, neg_kind = ("max", "min") if kind == "max" else ("min", "max")
+    old_pos = _op("atomic_rmw", [_as_bits(ptr, signed), ival, positive], ity, **{**attrs, "op": pos_kind})
+    old_neg = _op("atomic_rmw", [_as_bits(ptr, unsigned), _as_bits(val, unsigned), negative], uty,
+                  **{**attrs, "op": neg_kind})
+    return _as_bits(where(positive, old_pos, _as_bits(old_neg, signed)), elem)
 
 
 def atomic_cas(ptr, cmp, val, sem=None, scope=None) -> tensor:
@@ -112,6 +141,12 @@ def atomic_cas(ptr, cmp, val, sem=None, scope=None) -> tensor:
     cmp = cast(broadcast_to_shape(to_tensor(cmp), ptr.shape), elem)
     val = cast(broadcast_to_shape(to_tensor(val), ptr.shape), elem)
     attrs = _order_attrs("tl.atomic_cas", sem, scope)
+    if elem.is_floating():
+        # Triton compares the bits (-0.0 is not 0.0; a NaN matches its own bits)
+        bits = _BITS[elem.primitive_bitwidth][0]
+        old = _op("atomic_cas", [_as_bits(ptr, bits), _as_bits(cmp, bits), _as_bits(val, bits)],
+                  T.with_elem(ptr.ty, bits.ir), **attrs)
+        return _as_bits(old, elem)
     return _op("atomic_cas", [ptr, cmp, val], T.with_elem(ptr.ty, elem.ir), **attrs)
 
 

@@ -327,6 +327,12 @@ def maximum(a, b, propagate_nan=False) -> tensor:
 def _minmax(name, a, b, propagate_nan):
     r = _elementwise(name, a, b)
     if propagate_nan and a.dtype.is_floating():
+        # Triton's PropagateNan.ALL is llvm.maximum / minimum: a NaN wins, and -0.0 < +0.0 — of two
+        # equal numbers, max takes the AND of their bits (+0 from ±0), min the OR (-0)
+        bits = {16: tl.int16, 32: tl.int32, 64: tl.int64}[a.dtype.primitive_bitwidth]
+        ia, ib = cast(a, bits, bitcast=True), cast(b, bits, bitcast=True)
+        zeros = cast(_elementwise("and" if name == "maximum" else "or", ia, ib), a.dtype, bitcast=True)
+        r = where(compare(a, b, "eq"), zeros, r)
         r = where(compare(a, a, "ne"), a, where(compare(b, b, "ne"), b, r))
     return r
 
