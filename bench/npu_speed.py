@@ -10,6 +10,11 @@ scale-bias-softmax 4096x1024, matmul 512^3 fp32 and fp16-in/fp32-acc (64x64x32 b
 (compile excluded), then timed as the median of N runs; every result is checked against numpy.
 Goals (issue 8): geometric mean <= 5x numpy, no kernel above 15x (sanitizer off).
 
+The NPU columns use the translating engine (TRITONPU_NPU_ENGINE, default here: translate — what a
+launch of a hot program uses; the default engine, auto, switches to it after a program has run
+some 200 times over); "interpret ms" is the reference engine in the same run, sanitizer off, and
+"speedup" the ratio of the two (--no-reference skips it).
+
 numpy's BLAS runs single-threaded (OPENBLAS_NUM_THREADS=1 unless already set), like the simulator:
 on a busy 2-core machine a threaded OpenBLAS 512^3 matmul measured 22 ms instead of 2.2 ms, which
 would flatter the matmul ratios tenfold. Set OPENBLAS_NUM_THREADS yourself to compare otherwise.
@@ -90,10 +95,14 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--quick", action="store_true", help="quarter-size problems (matmul 256^3)")
+    ap.add_argument("--no-reference", action="store_true", help="do not time the reference engine")
     args = ap.parse_args(argv)
+    engine = os.environ["TRITONPU_NPU_ENGINE"] = os.environ.get("TRITONPU_NPU_ENGINE") or "translate"
     rng = np.random.default_rng(0)
     print(f"OPENBLAS_NUM_THREADS={os.environ['OPENBLAS_NUM_THREADS']}, median of {args.runs} runs, compile excluded")
-    print(f"{'kernel':<30}{'npu ms':>10}{'sanitize=on':>13}{'numpy ms':>10}{'ratio':>9}{'ratio on':>10}")
+    print(f"engine: {engine}")
+    print(f"{'kernel':<30}{'npu ms':>10}{'sanitize=on':>13}{'numpy ms':>10}{'ratio':>9}{'ratio on':>10}"
+          + ("" if args.no_reference else f"{'interpret ms':>14}{'speedup':>9}"))
     ratios = []
     for name, npu, ref, atol, rtol in cases(rng, args.quick):
         expect = ref()
@@ -104,8 +113,16 @@ def main(argv=None):
         t_np = _median(ref, args.runs)
         r = t_off / t_np
         ratios.append((r, name))
+        ref_cols = ""
+        if not args.no_reference:
+            os.environ["TRITONPU_NPU_ENGINE"] = "interpret"
+            try:
+                t_ref = _median(lambda: npu(False), args.runs)
+            finally:
+                os.environ["TRITONPU_NPU_ENGINE"] = engine
+            ref_cols = f"{t_ref * 1e3:>14.2f}{t_ref / t_off:>8.2f}x"
         print(f"{name:<30}{t_off * 1e3:>10.2f}{t_on * 1e3:>13.2f}{t_np * 1e3:>10.3f}{r:>8.1f}x"
-              f"{t_on / t_np:>9.1f}x", flush=True)
+              f"{t_on / t_np:>9.1f}x" + ref_cols, flush=True)
     geo = math.exp(sum(math.log(r) for r, _ in ratios) / len(ratios))
     worst, wname = max(ratios)
     print(f"geometric mean of ratios (sanitizer off): {geo:.2f}x")

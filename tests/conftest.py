@@ -5,6 +5,10 @@
 * Every kernel any test compiles is round-tripped through the IR printer and parser and verified
   (see ``tests/ir/test_roundtrip.py`` for the explicit tests): a kernel whose IR does not
   print -> parse -> print identically fails the test that compiled it.
+* The tests of ``tests/npu`` and ``tests/kernels`` run every NPU launch on both engines and compare
+  them (``TRITONPU_NPU_ENGINE=check``, the differential test of the translating engine) unless
+  ``TRITONPU_NPU_ENGINE`` is set; ``TRITONPU_NPU_ENGINE=check python -m pytest -q`` checks the
+  whole suite that way.
 """
 from __future__ import annotations
 
@@ -27,6 +31,12 @@ def _roundtrip_listener(jitfn, kernel):
     verify(fn)
     again = print_function(fn)
     assert again == text, f"IR of {kernel.name} does not round-trip:\n{text}\n---\n{again}"
+
+
+@pytest.fixture(autouse=True)
+def _npu_engines_checked(request, monkeypatch):
+    if "TRITONPU_NPU_ENGINE" not in os.environ and request.node.path.parent.name in ("npu", "kernels"):
+        monkeypatch.setenv("TRITONPU_NPU_ENGINE", "check")
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -17,6 +17,7 @@ with a :class:`LaunchError` at the nearest instruction with a kernel line (never
 from __future__ import annotations
 
 import gc
+import os
 from collections import OrderedDict
 
 import threading
@@ -26,7 +27,7 @@ import numpy as np
 from tritonpu.dtypes import SCALARS, from_numpy
 from tritonpu.isa import machine as get_machine
 
-from . import gmmaps
+from . import gmmaps, translate
 from .errors import LaunchError, NpuError
 from .ops_scalar import to_type
 from .registry import decode
@@ -154,21 +155,60 @@ def bind(st, prog, args, base_dir=None):
     return arrays
 
 
+ENGINES = ("auto", "translate", "interpret", "check")
+
+# ``auto`` translates a program once its launches have executed this many times its length in
+# instructions: a translation costs ~0.1 ms per instruction to compile and saves 0.3-0.6 us per
+# instruction executed, so it pays for itself after some 200-300 runs through the program.
+TRANSLATE_AFTER = 200
+
+
+def engine_choice(engine=None) -> str:
+    """The engine a launch runs on: ``engine``, else ``TRITONPU_NPU_ENGINE``, else ``auto``.
+    ``translate``: each program translated to one Python function (``translate``); ``interpret``:
+    the reference engine, an instruction's decoded closure at a time; ``auto``: the reference
+    until the program is hot (``TRANSLATE_AFTER``), then its translation; ``check``: both,
+    comparing every result and statistic (the differential test)."""
+    engine = engine or os.environ.get("TRITONPU_NPU_ENGINE") or "auto"
+    if engine not in ENGINES:
+        raise LaunchError(f"unknown NPU engine {engine!r}; choose one of {', '.join(ENGINES)} "
+                          "(launch option engine= or TRITONPU_NPU_ENGINE)")
+    return engine
+
+
 def launch(prog, args, grid=(1,), machine="ascend910b", sanitize=True, trace=False, cores=None,
-           max_steps=50_000_000, base_dir=None):
+           max_steps=50_000_000, base_dir=None, engine=None):
+    engine = engine_choice(engine)
+    if engine == "check":
+        from .engines import check_engines
+        return check_engines(launch, prog, args, grid=grid, machine=machine, sanitize=sanitize,
+                             trace=trace, cores=cores, max_steps=max_steps, base_dir=base_dir)
     # Decoding makes thousands of closures and the run thousands of small tuples, none of them in
     # reference cycles: the cyclic garbage collector would only rescan them (a third of a
     # launch's time), so it is paused for the launch.
     was_enabled = gc.isenabled()
     gc.disable()
     try:
-        return _launch(prog, args, grid, machine, sanitize, trace, cores, max_steps, base_dir)
+        return _launch(prog, args, grid, machine, sanitize, trace, cores, max_steps, base_dir, engine)
     finally:
         if was_enabled:
             gc.enable()
 
 
-def _launch(prog, args, grid, machine, sanitize, trace, cores, max_steps, base_dir):
+def _runners(states, fnss, prog, engine):
+    """Per core: ``run(max_steps, horizon)`` -> the generator that runs one of its programs."""
+    code = prog.code
+    if engine == "auto":
+        hot = prog.__dict__.get("_executed", 0) >= TRANSLATE_AFTER * len(code) or "_translated" in prog.__dict__
+        engine = "translate" if hot else "interpret"
+    if engine == "interpret":
+        return [lambda max_steps, horizon, fns=fns, st=st: _execute(fns, code, st, max_steps, horizon)
+                for st, fns in zip(states, fnss)]
+    reads = _gm_reads(prog)
+    return [translate.runner(prog, st, fns, reads) for st, fns in zip(states, fnss)]
+
+
+def _launch(prog, args, grid, machine, sanitize, trace, cores, max_steps, base_dir, engine):
     m = get_machine(machine)
     grid = normalize_grid(grid)
     nprog = grid[0] * grid[1] * grid[2]
@@ -196,15 +236,15 @@ def _launch(prog, args, grid, machine, sanitize, trace, cores, max_steps, base_d
         states = [st] + [_sharing(State(prog, m, sanitize, trace), st) for _ in range(nctx - 1)]
         fnss = [decode(c, prog) for c in states]
     try:
+        runners = _runners(states, fnss, prog, engine)
         for c in states:
             c.grid, c.nprog = grid, nprog
-        code = prog.code
         from tritonpu.profile.progress import Deferred
         bar = Deferred(used, f"simulating {prog.name} (cores done)")
         try:
             with np.errstate(all="ignore"):
                 if nctx == 1:
-                    for _ in _core(states[0], fnss[0], code, 0, 1, None, max_steps):
+                    for _ in _core(states[0], runners[0], 0, 1, None, max_steps):
                         pass
                     bar.update(1)
                 elif not _interleavable(prog):
@@ -213,7 +253,7 @@ def _launch(prog, args, grid, machine, sanitize, trace, cores, max_steps, base_d
                     # the next ones and comes back after them: a program spinning on a flag that a
                     # later program sets (a GPU runs them side by side) does not wait forever
                     horizon = [_FOREVER, None, _QUANTUM]
-                    runs = [_core(states[c], fnss[c], code, c, used, horizon, max_steps) for c in range(used)]
+                    runs = [_core(states[c], runners[c], c, used, horizon, max_steps) for c in range(used)]
                     while runs:
                         runs = [run for run in runs if next(run, _DONE) is not _DONE]
                         bar.update(used - len(runs))
@@ -223,7 +263,7 @@ def _launch(prog, args, grid, machine, sanitize, trace, cores, max_steps, base_d
                     # DDR read): within a slice, the core whose reads come first goes first (ties:
                     # a rotating order, so no core is always the first)
                     horizon = [0, _gm_reads(prog), 0]
-                    runs = [(states[c], _core(states[c], fnss[c], code, c, used, horizon, max_steps))
+                    runs = [(states[c], _core(states[c], runners[c], c, used, horizon, max_steps))
                             for c in range(used)]
                     turn = 0
                     while runs:
@@ -244,6 +284,7 @@ def _launch(prog, args, grid, machine, sanitize, trace, cores, max_steps, base_d
             st.busy_by_core[:] = [c.busy_by_core[0] for c in states]
             st.count_by_core[:] = [c.count_by_core[0] for c in states]
         stats = Stats.from_state(st, prog, arrays, ncores, used)
+        prog.__dict__["_executed"] = prog.__dict__.get("_executed", 0) + sum(stats.instr_count.values())
     finally:
         # the decoding kept for relaunches pins neither the caller's arrays nor the per-byte maps
         for d in (states[0].gm, states[0].gm_seen, states[0].gm_read, states[0].gm_written):
@@ -259,12 +300,6 @@ _SLICE = 500                        # cycles of simulated time the cores advance
 _QUANTUM = 100_000                  # instructions a core runs before others may, when cores take turns
 _FOREVER = 1 << 62
 _DONE = object()
-
-
-def _located(code, pc):
-    """The instruction at ``pc``, or the nearest one before it that has a kernel source line (a
-    loop's jump has none)."""
-    return next((code[i] for i in range(pc, -1, -1) if getattr(code[i], "loc", None)), code[pc])
 
 
 def _gm_reads(prog) -> list:
@@ -307,7 +342,7 @@ def _sharing(st, first):
     return st
 
 
-def _core(st, fns, code, core, used, horizon, max_steps):
+def _core(st, run, core, used, horizon, max_steps):
     """Run ``core``'s programs (p = core, core + used, ...); a generator that pauses whenever the
     core's time passes ``horizon[0]`` (``horizon[1]``: which instructions read GM), or after
     ``horizon[2]`` instructions when that is not 0 (never when ``horizon`` is None)."""
@@ -315,7 +350,7 @@ def _core(st, fns, code, core, used, horizon, max_steps):
     gx, gy = st.grid[0], st.grid[1]
     for pid in range(core, st.nprog, used):
         st.start_program(pid, (pid % gx, (pid // gx) % gy, pid // (gx * gy)))
-        yield from _execute(fns, code, st, max_steps, horizon)
+        yield from run(max_steps, horizon)
         st.end_program()
     st.finish_core()
 
@@ -341,12 +376,7 @@ def _execute(fns, code, st, max_steps, horizon):
                     turn_ends = steps + quantum
                     yield
                 if steps > max_steps:
-                    raise LaunchError(
-                        f"program ran more than {max_steps} instructions (an endless loop? a program that "
-                        "waits for another one -- a flag or lock it sets -- waits forever when that "
-                        "program runs later on the same core: grid programs beyond the cores run one "
-                        "after another); raise max_steps if it is meant to").attach(
-                            _located(code, min(pc, n - 1)), st.core, st.gpid)
+                    raise translate.too_many_steps(code, pc, st, max_steps)
     except NpuError as e:
         raise e.attach(code[min(pc, n - 1)], st.core, st.gpid)
     except Exception as e:

@@ -25,23 +25,23 @@ from .state import PIPE_INDEX, S, check_whole, getter, npdt, opt_getter
 
 _M64 = (1 << 64) - 1
 _BF16 = npdt("bf16")
-_LO, _HI = -(1 << 63), (1 << 63) - 1
+INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
 
 
 def w64(x):
-    if _LO <= x <= _HI:
+    if INT64_MIN <= x <= INT64_MAX:
         return x
     return ((x + (1 << 63)) & _M64) - (1 << 63)
 
 
-def _int(x):
+def as_int(x):
     if type(x) is int:
         return x
     if isinstance(x, float):
         if x != x:
             return 0
         if math.isinf(x):
-            return _HI if x > 0 else _LO
+            return INT64_MAX if x > 0 else INT64_MIN
     return int(x)
 
 
@@ -58,7 +58,7 @@ def crem(a, b):
     return w64(a - b * cdiv(a, b))
 
 
-_INT = {
+INT_OPS = {
     "add": lambda a, b: w64(a + b), "sub": lambda a, b: w64(a - b), "mul": lambda a, b: w64(a * b),
     "div": cdiv, "rem": crem, "and": lambda a, b: a & b, "or": lambda a, b: a | b,
     "xor": lambda a, b: a ^ b, "shl": lambda a, b: w64(a << b) if 0 <= b < 64 else 0,
@@ -66,14 +66,14 @@ _INT = {
     "min": min, "max": max,
 }
 _f64 = np.float64
-_FLOAT = {
+FLOAT_OPS = {
     "add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": lambda a, b: a * b,
     "div": lambda a, b: float(_f64(a) / _f64(b)), "min": lambda a, b: float(np.fmin(a, b)),
     "max": lambda a, b: float(np.fmax(a, b)),
 }
 _FUNARY = {"neg": lambda a: -a, "abs": abs, "sqrt": np.sqrt, "exp": np.exp, "log": np.log,
            "floor": np.floor, "ceil": np.ceil}
-_CMP = {"eq": lambda a, b: a == b, "ne": lambda a, b: a != b, "lt": lambda a, b: a < b,
+CMP_OPS = {"eq": lambda a, b: a == b, "ne": lambda a, b: a != b, "lt": lambda a, b: a < b,
         "le": lambda a, b: a <= b, "gt": lambda a, b: a > b, "ge": lambda a, b: a >= b}
 
 
@@ -83,7 +83,7 @@ def to_type(v, dt):
         return int(bool(v))
     if dt.kind in "iu":
         bits = dt.itemsize * 8
-        x = _int(v) & ((1 << bits) - 1)
+        x = as_int(v) & ((1 << bits) - 1)
         if dt.kind == "i" and x >= 1 << (bits - 1):
             x -= 1 << bits
         return x
@@ -140,15 +140,15 @@ def _smov(st, inst, prog):
     return _simple(st, inst, lambda a: a, 1)
 
 
-@family("sint", list(_INT))
+@family("sint", list(INT_OPS))
 def _sint(st, inst, prog):
-    f = _INT[inst.spec.op]
-    return _simple(st, inst, lambda a, b: f(_int(a), _int(b)), 2)
+    f = INT_OPS[inst.spec.op]
+    return _simple(st, inst, lambda a, b: f(as_int(a), as_int(b)), 2)
 
 
-@family("sfloat", list(_FLOAT))
+@family("sfloat", list(FLOAT_OPS))
 def _sfloat(st, inst, prog):
-    f = _FLOAT[inst.spec.op]
+    f = FLOAT_OPS[inst.spec.op]
     return _simple(st, inst, lambda a, b: f(float(a), float(b)), 2)
 
 
@@ -168,19 +168,19 @@ def _sfunary(st, inst, prog):
 def _sconv(st, inst, prog):
     op = inst.spec.op
     if op == "itof":
-        return _simple(st, inst, lambda a: float(_int(a)), 1)
+        return _simple(st, inst, lambda a: float(as_int(a)), 1)
     if op == "ftoi":
-        return _simple(st, inst, _int, 1)
+        return _simple(st, inst, as_int, 1)
     dt = npdt(inst.types[0])
     return _simple(st, inst, lambda a: to_type(a, dt), 1)
 
 
-@family("scmp", list(_CMP))
+@family("scmp", list(CMP_OPS))
 def _scmp(st, inst, prog):
-    f = _CMP[inst.spec.op]
+    f = CMP_OPS[inst.spec.op]
     if inst.spec.name.startswith("f"):
         return _simple(st, inst, lambda a, b: int(f(float(a), float(b))), 2)
-    return _simple(st, inst, lambda a, b: int(f(_int(a), _int(b))), 2)
+    return _simple(st, inst, lambda a, b: int(f(as_int(a), as_int(b))), 2)
 
 
 @family("ssel", ["sel"])
@@ -340,7 +340,7 @@ def _ub_reader(st, inst, mem, dt):
     addr_g = getter(mem.addr, st.R)
 
     def read(n):
-        a = _int(addr_g())
+        a = as_int(addr_g())
         if n <= 0:
             return np.zeros(0, dt)
         if st.sanitize and a % eb:
@@ -396,11 +396,11 @@ def _dbg(st, inst, prog):
         space = inst.args[1].space
 
         def run():
-            rows, cols = max(_int(g_rows()), 0), max(_int(g_cols()), 0)
+            rows, cols = max(as_int(g_rows()), 0), max(as_int(g_cols()), 0)
             m = read(rows * cols)
             bad = np.flatnonzero(m == 0)
             if bad.size:
-                first = _int(getter(inst.args[1].addr, R)()) + int(bad[0])
+                first = as_int(getter(inst.args[1].addr, R)()) + int(bad[0])
                 raise AssertError(f"device_assert failed: {text}", inst=inst,
                                   addrs={f"first failing {space} byte": first})
             tick(S, cost, inst)
@@ -412,7 +412,7 @@ def _dbg(st, inst, prog):
     rank = inst.opts["rank"].value() if "rank" in inst.opts else 1
 
     def run():
-        rows, cols = max(_int(g_rows()), 0), max(_int(g_cols()), 0)
+        rows, cols = max(as_int(g_rows()), 0), max(as_int(g_cols()), 0)
         shape = () if rank == 0 else (cols,) if rank == 1 else (rows, cols)
         v = read(int(np.prod(shape, dtype=np.int64)))
         if is_bool:
@@ -433,8 +433,8 @@ def _ctrl(st, inst, prog):
             tick(S, cost, inst)
             return tgt
         return run
-    if op in _CMP:
-        f, tgt = _CMP[op], inst.target
+    if op in CMP_OPS:
+        f, tgt = CMP_OPS[op], inst.target
         ga, gb = getter(inst.args[0], R), getter(inst.args[1], R)
 
         def run():

@@ -76,6 +76,7 @@ class State:
         self.gpid = 0
         self.nprog = 1
         self.loops = {}         # for-instruction index -> [end, step]
+        self.operand_caches = []    # the decoded vector operands' per-address views (vec_operand)
         self.core = 0
         self.flags = {}         # (src, dst, event) -> pending set_flag; the decoded syncs hold it
         self.reset_core(0)
@@ -91,7 +92,10 @@ class State:
             acc.clear()             # in place: decoded closures hold some of them (macs)
         if self.trace is not None:      # fresh lists: the previous launch's Stats keep theirs
             self.trace, self.records = [], Records()     # (the launch shares them between cores again)
-        self.loops.clear()
+        for cell in self.loops.values():     # in place: the decoded loops (both engines) hold them
+            cell[:] = [0, 1]
+        for cache in self.operand_caches:   # a relaunch checks its operands' addresses again,
+            cache.clear()                   # which records the on-chip high-water marks
         self.reset_core(0)
 
     # ---- per core / per program ----------------------------------------------------------------
@@ -290,6 +294,7 @@ def vec_operand(st, inst, mem, dt, pipe, write, default_rs=None):
     cs_g = getter(mem.strides[1], R) if len(mem.strides) > 1 else None
     race = st.race
     cache = {}
+    st.operand_caches.append(cache)     # cleared per launch: each launch checks (and records) anew
     cap = st.m.capacity[space]
 
     def get(rows, cols):

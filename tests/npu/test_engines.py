@@ -1,0 +1,136 @@
+"""The virtual NPU's two engines: the translating engine (default) against the reference one.
+
+The whole suite runs with either (``TRITONPU_NPU_ENGINE=interpret|translate``) and, as the
+differential test, with ``TRITONPU_NPU_ENGINE=check`` (every launch on both, everything compared:
+``npu/engines.py``). These tests pin what each part guarantees: the translation's text, the
+check catching a wrong translation, identical errors and pause points, the choice of engine.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tritonpu.isa import machine
+from tritonpu.npu import assemble, launch as L, translate
+from tritonpu.npu.engines import EngineMismatch
+from tritonpu.npu.errors import LaunchError, OutOfBoundsError
+from tritonpu.npu.state import State
+
+LOOP = """\
+.param x gm i32
+.param n i32
+    mov s0, 0
+    for s1, 0, n, 1
+      add s0, s0, s1
+      mul s2, s0, 3
+      div s3, s2, -2
+      cvt.i8 s4, s3
+    endfor
+    sst.i32 ub[0], s0
+    sst.i32 ub[4], s3
+    sst.i32 ub[8], s4
+    set_flag S, MTE3, 0
+    wait_flag S, MTE3, 0
+    mov.ub.gm.i32 x[0], ub[0], 1, 12, 0, 0
+"""
+
+
+def _source(text, sanitize=False, trace=False):
+    prog = assemble(text)
+    st = State(prog, machine("ascend910b"), sanitize, trace)
+    return translate.source(prog, st, L._gm_reads(prog))[0]
+
+
+def test_scalar_instructions_are_written_out_and_others_call_their_closure():
+    src = _source(LOOP)
+    # add s0, s0, s1: the registers, int64 wrapping, no call; the loop's end in line
+    assert "    x = a + b\n" in src and "R[0] = x if -9223372036854775808 <= x <= 9223372036854775807 else w64(x)" in src
+    assert "R[3] = int_div(a, b)" in src                      # div: the reference's own function
+    assert "R[4] = a if type(a) is int and -128 <= a <= 127 else to_type(a, dt" in src
+    assert "end, step = loop1" in src                          # endfor: the cell its for fills
+    assert "r = F[1]()" in src                                 # for: its closure (bound checks)
+    assert "r = F[12]()" in src                                # the transfer
+    assert "F[3]()" not in src and "F[4]()" not in src         # mul, div: written out
+    # the scalar unit's clock is settled before code that reads it, not per instruction
+    assert "race.issue" not in src and "TR.append" not in src
+    assert "race.issue(0)" in _source(LOOP, sanitize=True)
+    assert "TR.append((st.core, 0, (ts + 3), 1, 5, st.gpid))" in _source(LOOP, trace=True)   # cvt: 3 after add
+
+
+@pytest.mark.parametrize("sanitize", [False, True])
+@pytest.mark.parametrize("trace", [False, True])
+def test_both_engines_give_the_same_results_statistics_and_trace(sanitize, trace):
+    prog = assemble(LOOP)
+    out = {}
+    for engine in ("interpret", "translate"):
+        x = np.zeros(3, np.int32)
+        st = L.launch(prog, {"x": x, "n": 1000}, sanitize=sanitize, trace=trace, engine=engine)
+        out[engine] = (x.tolist(), st.cycles, st.pipe_busy, st.instr_count, st.stalls, st._trace)
+    assert out["interpret"] == out["translate"]
+    s0 = sum(range(1000))
+    assert out["translate"][0][:2] == [s0, int(-(s0 * 3 / 2))]      # C division, toward zero
+
+
+def test_the_check_catches_a_translation_that_computes_a_different_value(monkeypatch):
+    from tritonpu.npu import translate_scalar
+    prog = assemble(LOOP)
+    L.launch(prog, {"x": np.zeros(3, np.int32), "n": 10}, engine="check")      # agrees
+
+    def wrong(inst, E):             # mul computes a + b
+        lines, branches = translate_scalar._sint(inst, E)
+        return [ln.replace("a * b", "a + b") for ln in lines], branches
+    monkeypatch.setitem(translate.TRANSLATORS, "sint", wrong)
+    prog = assemble(LOOP)           # a fresh program: translations are kept per program
+    with pytest.raises(EngineMismatch, match=r"the NPU engines disagree on argument 'x'"):
+        L.launch(prog, {"x": np.zeros(3, np.int32), "n": 10}, engine="check")
+
+
+def test_errors_name_the_same_instruction_core_and_program():
+    text = ".param x gm i32\n    mov s1, 8\n    add s2, s1, s1\n    sld.i32 s3, ub[s2+300000]\n"
+    msgs = []
+    for engine in ("interpret", "translate"):
+        with pytest.raises(OutOfBoundsError) as e:
+            L.launch(assemble(text), {"x": np.zeros(1, np.int32)}, grid=(3,), engine=engine)
+        msgs.append(str(e.value))
+    assert msgs[0] == msgs[1] and "at line 4" in msgs[1]
+
+
+def test_an_endless_loop_stops_at_max_steps_on_both_engines():
+    text = "top:\n    add s1, s1, 1\n    jmp top\n"
+    msgs = []
+    for engine in ("interpret", "translate"):
+        with pytest.raises(LaunchError, match="program ran more than 1000 instructions") as e:
+            L.launch(assemble(text), {}, max_steps=1000, engine=engine)
+        msgs.append(str(e.value))
+    assert msgs[0] == msgs[1]
+
+
+def test_a_relaunch_records_the_on_chip_high_water_marks_again():
+    """Found by the differential check: a relaunch reusing the decoding skipped the operand checks
+    that record how much of each on-chip memory the program used (the profile's UB figure)."""
+    prog = assemble("    vadd.f32 ub[0], ub[512], ub[1024], 100, rows=3\n")
+    highs = [L.launch(prog, {}, trace=True, engine="interpret")._records.high for _ in range(2)]
+    assert highs == [{"ub": 2224}, {"ub": 2224}]
+
+
+def test_the_engine_is_chosen_by_option_or_environment(monkeypatch):
+    monkeypatch.setenv("TRITONPU_NPU_ENGINE", "interpret")
+    assert L.engine_choice() == "interpret" and L.engine_choice("check") == "check"
+    monkeypatch.delenv("TRITONPU_NPU_ENGINE")
+    assert L.engine_choice() == "auto"
+    monkeypatch.setenv("TRITONPU_NPU_ENGINE", "fast")
+    with pytest.raises(LaunchError, match=r"unknown NPU engine 'fast'; choose one of auto, translate, interpret, check"):
+        L.engine_choice()
+
+
+def test_auto_translates_a_program_once_its_launches_made_it_hot():
+    prog = assemble(LOOP)
+    args = {"x": np.zeros(3, np.int32), "n": 100}
+    per_launch = sum(L.launch(prog, args, engine="auto").instr_count.values())      # 607
+    assert per_launch < L.TRANSLATE_AFTER * len(prog.code) and "_translated" not in prog.__dict__
+    launches = 1
+    while "_translated" not in prog.__dict__:
+        L.launch(prog, args, engine="auto")
+        launches += 1
+    # translated at the first launch after the executed instructions reached the threshold
+    assert launches == -(-L.TRANSLATE_AFTER * len(prog.code) // per_launch) + 1
