@@ -417,6 +417,20 @@ def gather(src, index, axis):
 
 
 @builtin
+def extract_slice(ful, offsets, sizes, strides):
+    """triton-ascend's ``extract_slice``: ``out[i, ..] = ful[offsets[0] + i * strides[0], ..]``, of ``sizes``."""
+    from tritonpu.language import reorder
+    return reorder.extract_slice(ful, offsets, sizes, strides)
+
+
+@builtin
+def insert_slice(ful, sub, offsets, sizes, strides):
+    """triton-ascend's ``insert_slice``: ``ful`` with ``sub`` written at ``offsets`` with ``strides``."""
+    from tritonpu.language import reorder
+    return reorder.insert_slice(ful, sub, offsets, sizes, strides)
+
+
+@builtin
 def cat(input, other, can_reorder=False):
     return M.cat(input, other, can_reorder)
 
@@ -505,5 +519,5 @@ TENSOR_METHODS = {
     for name in ("exp", "exp2", "log", "log2", "sqrt", "rsqrt", "sin", "cos", "floor", "ceil", "erf", "abs",
                  "sigmoid", "softmax", "reshape", "view", "trans", "permute", "broadcast_to", "expand_dims",
                  "ravel", "sum", "max", "min", "argmax", "argmin", "cumsum", "cumprod", "cast", "split", "flip", "sort", "histogram",
-                 "gather", "topk", "logical_and", "logical_or", "cdiv")
+                 "gather", "topk", "logical_and", "logical_or", "cdiv", "extract_slice", "insert_slice")
 }

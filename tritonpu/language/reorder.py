@@ -23,9 +23,9 @@ from __future__ import annotations
 from tritonpu.language import core as tl
 from tritonpu.language.core import SemanticError, tensor
 from tritonpu.language.memory import cat, interleave, join, reduce_sum, select_sum, split
-from tritonpu.language.semantic import (_canon_axis, and_, arange, broadcast_to_shape, cast, compare, expand_dims,
-                                        floordiv, leading, mod, mul, or_, permute, reshape, scalar_constant, sub,
-                                        to_tensor, where, xor_)
+from tritonpu.language.semantic import (_canon_axis, add, and_, arange, broadcast_to_shape, cast, compare,
+                                        expand_dims, floordiv, leading, mod, mul, or_, permute, reshape,
+                                        scalar_constant, sub, to_tensor, where, xor_)
 
 
 def _halves(x2, t):
@@ -248,3 +248,78 @@ def _repeat_rows(x, m):
         t = interleave(t, t)
         m //= 2
     return permute(t, [1, 0])
+
+
+# ---- triton-ascend's extract_slice / insert_slice (MLIR's tensor.extract_slice / insert_slice) ----
+def _slice_args(x, offsets, sizes, strides, what):
+    rank = len(x.shape)
+    offsets, sizes, strides = (list(tl._unwrap(v)) for v in (offsets, sizes, strides))
+    if not (len(offsets) == len(sizes) == len(strides) == rank):
+        raise SemanticError(f"{what} needs one offset, size and stride per dimension of the {rank}-D block, got "
+                            f"{len(offsets)}, {len(sizes)} and {len(strides)}")
+    sizes = [tl._unwrap(s) for s in sizes]
+    strides = [tl._unwrap(s) for s in strides]
+    if any(not isinstance(s, int) or s < 1 for s in sizes) or any(not isinstance(s, int) or s < 0 for s in strides):
+        raise SemanticError(f"{what}: sizes must be constexpr ints >= 1 and strides constexpr ints >= 0, got {sizes} "
+                            f"and {strides}")
+    return [tl._unwrap(o) for o in offsets], [int(s) for s in sizes], [int(s) for s in strides]
+
+
+def _positions(off, n, stride, shape, axis):
+    """``off + arange(n) * stride`` (int32) along ``axis`` of a block of ``shape`` (broadcast)."""
+    pos = arange(0, n) if stride == 1 else mul(arange(0, n), stride)
+    pos = cast(add(pos, off), tl.int32) if not (isinstance(off, int) and off == 0) else pos
+    for d in range(len(shape)):
+        if d != axis:
+            pos = expand_dims(pos, d)
+    return broadcast_to_shape(pos, shape)
+
+
+def extract_slice(ful, offsets, sizes, strides) -> tensor:
+    """The block ``out[i, j, ..] = ful[o0 + i*s0, o1 + j*s1, ..]`` of ``sizes`` (offsets may be runtime
+    values; a position outside ``ful`` gives 0). Starting at the origin with unit strides it is the
+    leading sub-block (a view); otherwise one exact gather per dimension that moves."""
+    ful = to_tensor(ful)
+    offsets, sizes, strides = _slice_args(ful, offsets, sizes, strides, "extract_slice")
+    if all(isinstance(o, int) and o == 0 for o in offsets) and all(s == 1 for s in strides) and \
+            all(n <= m for n, m in zip(sizes, ful.shape)):
+        return leading(ful, sizes)
+    out = ful
+    for d, (off, n, stride) in enumerate(zip(offsets, sizes, strides)):
+        if isinstance(off, int) and off == 0 and stride == 1 and n == out.shape[d]:
+            continue
+        shape = list(out.shape)
+        shape[d] = n
+        out = gather(out, _positions(off, n, stride, shape, d), d)
+    return out
+
+
+def insert_slice(ful, part, offsets, sizes, strides) -> tensor:
+    """``ful`` with ``ful[o0 + i*s0, o1 + j*s1, ..] = part[i, j, ..]`` (``part`` of ``sizes``; offsets
+    may be runtime values; positions outside ``ful`` are dropped): each dimension's positions picked
+    by exact comparisons, ``part`` spread over ``ful``'s shape by exact gathers, then one select."""
+    ful, part = to_tensor(ful), to_tensor(part)
+    offsets, sizes, strides = _slice_args(ful, offsets, sizes, strides, "insert_slice")
+    if list(part.shape) != sizes:
+        raise SemanticError(f"insert_slice: the inserted block is {part.shape}, the sizes say {sizes}")
+    if any(s == 0 for s in strides):
+        raise SemanticError("insert_slice: strides must be >= 1 (a stride of 0 writes one position many times)")
+    def picked(shape, d, off, n, stride):
+        """(hit, k) along dimension ``d`` of a block of ``shape``: whether ful's position is written,
+        and by which element of ``part``."""
+        rel = sub(_positions(0, shape[d], 1, shape, d), off)           # position - offset
+        k = floordiv(rel, stride) if stride != 1 else rel
+        hit = and_(compare(rel, 0, "ge"), compare(k, n, "lt"))
+        if stride != 1:
+            hit = and_(hit, compare(mod(rel, stride), 0, "eq"))
+        return hit, k
+
+    spread, inside = cast(part, ful.dtype), None
+    for d, (off, n, stride) in enumerate(zip(offsets, sizes, strides)):
+        shape = list(spread.shape)
+        shape[d] = ful.shape[d]
+        hit, k = picked(shape, d, off, n, stride)
+        spread = gather(spread, where(hit, k, 0), d)
+        hit, _ = picked(list(ful.shape), d, off, n, stride)
+        inside = hit if inside is None else and_(inside, hit)
+    return where(inside, spread, ful)
