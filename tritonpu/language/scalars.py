@@ -118,28 +118,18 @@ def _operators(cls):
     return cls
 
 
-@_operators
-class typed_int(_typed, int):
-    """An integer scalar of an integer dtype (see the module docstring)."""
-
-    _base = int
-
+def _scalar_class(base, doc):
+    """The typed scalar class over Python's ``base`` (int or float)."""
     def __new__(cls, value, dtype):
-        self = int.__new__(cls, value)
+        self = base.__new__(cls, value)
         self.dtype = dtype
         return self
+    return _operators(type(f"typed_{base.__name__}", (_typed, base),
+                           {"__doc__": doc, "_base": base, "__new__": __new__, "__module__": __name__}))
 
 
-@_operators
-class typed_float(_typed, float):
-    """A floating-point scalar of fp32 or fp64 (see the module docstring)."""
-
-    _base = float
-
-    def __new__(cls, value, dtype):
-        self = float.__new__(cls, value)
-        self.dtype = dtype
-        return self
+typed_int = _scalar_class(int, "An integer scalar of an integer dtype (see the module docstring).")
+typed_float = _scalar_class(float, "A floating-point scalar of fp32 or fp64 (see the module docstring).")
 
 
 def typed(value, dtype=None):
