@@ -134,3 +134,29 @@ def test_auto_translates_a_program_once_its_launches_made_it_hot():
         launches += 1
     # translated at the first launch after the executed instructions reached the threshold
     assert launches == -(-L.TRANSLATE_AFTER * len(prog.code) // per_launch) + 1
+
+
+def test_an_empty_program_translates():
+    """(A kernel whose work is all dead code — a device_assert without debug mode — assembles to
+    nothing; its translation was a syntax error.)"""
+    st = L.launch(assemble(".param x gm f32\n"), {"x": np.zeros(4, np.float32)}, engine="check")
+    assert st.cycles == 0
+
+
+def test_the_check_runs_the_reference_on_copies_that_alias_as_the_arguments_do():
+    text = """\
+.param x gm f32
+.param y gm f32
+    set_flag MTE3, MTE2, 0
+    wait_flag MTE3, MTE2, 0
+    mov.gm.ub.f32 ub[0], x[0], 1, 64, 0, 0
+    set_flag MTE2, V, 0
+    wait_flag MTE2, V, 0
+    vadd.f32 ub[64], ub[0], ub[0], 16
+    set_flag V, MTE3, 0
+    wait_flag V, MTE3, 0
+    mov.ub.gm.f32 y[0], ub[64], 1, 64, 0, 0
+"""
+    x = np.arange(16, dtype=np.float32)
+    L.launch(assemble(text), {"x": x, "y": x}, engine="check")          # y is x: in place
+    np.testing.assert_array_equal(x, 2 * np.arange(16, dtype=np.float32))

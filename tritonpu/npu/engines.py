@@ -27,12 +27,15 @@ class EngineMismatch(LaunchError):
     """The two NPU engines disagree (a defect of the translating engine)."""
 
 
-def _copy(x):
-    if isinstance(x, np.ndarray):
-        return x.copy()
-    if hasattr(x, "__dlpack__") and not isinstance(x, (int, float)):
-        return np.from_dlpack(x).copy()
-    return x
+def _copies(args: dict) -> dict:
+    """Copies of the argument arrays that overlap one another as the arguments do (an in-place
+    kernel given one array twice), numbers as they are."""
+    from tritonpu.cpu.check import copies_sharing_memory
+    arrays = {k: np.from_dlpack(v) if hasattr(v, "__dlpack__") and not isinstance(v, np.ndarray) else v
+              for k, v in args.items()}
+    names = list(arrays)
+    copies = copies_sharing_memory([arrays[k] for k in names], [isinstance(arrays[k], np.ndarray) for k in names])
+    return dict(zip(names, copies))
 
 
 def _outcome(launch, prog, args, engine, **options):
@@ -51,7 +54,7 @@ def _records(stats):
 
 
 def check_engines(launch, prog, args, **options):
-    copies = {k: _copy(v) for k, v in args.items()}
+    copies = _copies(args)
     ref, ref_err, ref_out = _outcome(launch, prog, copies, "interpret", **options)
     got, err, out = _outcome(launch, prog, args, "translate", **options)
     print(out, end="")

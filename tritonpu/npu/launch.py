@@ -199,7 +199,7 @@ def _runners(states, fnss, prog, engine):
     """Per core: ``run(max_steps, horizon)`` -> the generator that runs one of its programs."""
     code = prog.code
     if engine == "auto":
-        hot = prog.__dict__.get("_executed", 0) >= TRANSLATE_AFTER * len(code) or "_translated" in prog.__dict__
+        hot = code and (prog.__dict__.get("_executed", 0) >= TRANSLATE_AFTER * len(code) or "_translated" in prog.__dict__)
         engine = "translate" if hot else "interpret"
     if engine == "interpret":
         return [lambda max_steps, horizon, fns=fns, st=st: _execute(fns, code, st, max_steps, horizon)

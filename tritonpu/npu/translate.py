@@ -185,6 +185,8 @@ def _leaders(code) -> list[int]:
 def _dispatch(blocks, indent) -> list[str]:
     """if-tree over the blocks' first pcs (a binary split, linear below 5 blocks)."""
     pad = " " * indent
+    if not blocks:                      # an empty program
+        return [f"{pad}break"]
     if len(blocks) <= 4:
         out = []
         for i, (start, body) in enumerate(blocks):
@@ -236,6 +238,8 @@ def source(prog, st, reads) -> tuple[str, dict]:
              "            return False",
              "        ts = st.ts",
              "        n0 = b0 = 0",
+             "        if False:",
+             "            yield           # a generator even when nothing in the program pauses",
              "        pc = steps = 0",
              "        try:",
              f"            while pc < {len(code)}:"]
