@@ -99,3 +99,31 @@ def test_an_assigned_number_reports_triton_errors_at_its_line():
     with pytest.raises(tritonpu.CompilationError, match=r"`//` needs integer operands, got fp32") as e:
         k[(1,)](np.zeros(1, np.float32), backend="ref")
     assert "tl.store(out_ptr, f // 2)" in str(e.value)
+
+
+@tritonpu.jit
+def pointer_kernel(x_ptr, out_ptr, n_cols, skip_first, BLOCK: tl.constexpr):
+    start = 0
+    if skip_first > 0:                            # a runtime if merges the two numbers
+        start = 1
+    cols = tl.arange(0, BLOCK)
+    m = start + cols < n_cols
+    x = tl.load(x_ptr + start + cols, mask=m, other=0.0)
+    tl.store(out_ptr + cols, x, mask=m)
+    i = 5
+    tl.store(out_ptr + i, 7.0)                    # a pointer plus an assigned number
+    p = out_ptr
+    p += i + 1
+    f = 1.5
+    tl.store(p, (f > 1.0).to(tl.float32) + (f < 1.0))   # a comparison is an int1 scalar
+    if f > 1.0:
+        tl.store(out_ptr + 7, 9.0)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("skip", [1, 2])        # 1 is specialized to a constant, 2 is not
+def test_assigned_numbers_in_pointer_arithmetic_and_comparisons(backend, skip):
+    x = np.arange(16, dtype=np.float32)
+    out = np.zeros(16, np.float32)
+    pointer_kernel[(1,)](x, out, 16, skip, BLOCK=16, backend=backend)
+    assert out[:9].tolist() == [1, 2, 3, 4, 5, 7, 1, 9, 9]

@@ -435,7 +435,7 @@ def parse_function_ast(jitfn) -> ast.FunctionDef:
 
 
 def generate_body(jitfn, builder: Builder, scope: dict, call_stack: tuple):
-    gen = CodeGenerator(jitfn, jitfn.src, builder, scope, jitfn.fn.__globals__, call_stack)
+    gen = CodeGenerator(jitfn, jitfn.src, builder, scope, jitfn.scope, call_stack)
     gen.visit(jitfn.ast)
     if len(call_stack) == 1 and gen.ret is not None:
         raise gen.error(gen.ret_node, f"a kernel cannot return a value (`{jitfn.__name__}` returns one); "

@@ -11,8 +11,9 @@ fp32 and an int8 tensor plus ``x`` is int32.
 so they still work where a constexpr is needed (shapes, ``tl.arange`` bounds, ``range``, a
 compile-time ``if``), a leniency upstream Triton does not have; their operators build the op with
 the semantic layer in a scratch region and evaluate it with the reference evaluator's table, so a
-result is the value (and type) the backends compute for the same op at run time.  A tensor meets
-them as a 0-d tensor of their type (``semantic.to_tensor``).  Booleans stay Python bools.
+result is the value (and type) the backends compute for the same op at run time — a comparison
+gives an int1 scalar (0 or 1), which ``if`` takes and which has ``.to()`` too.  A tensor meets them
+as a 0-d tensor of their type (``semantic.to_tensor``).  Booleans assigned stay Python bools.
 
 Guarantee: for every operator Triton defines on scalar tensors, the value of ``a <op> b`` with
 typed operands equals what the op computes on 0-d tensors of the same types.
@@ -64,8 +65,6 @@ def _apply(fn, *operands):
     for op in scratch.ops:
         values[id(op.results[0])] = EVAL[op.name](op, *(values[id(v)] for v in op.operands))
     v = np.asarray(values[id(out.handle)])[()]
-    if out.dtype.is_bool():
-        return bool(v)
     return typed(v.item(), out.dtype)
 
 
@@ -141,7 +140,8 @@ def typed(value, dtype=None):
         return value
     if isinstance(value, tuple) and not hasattr(value, "_fields"):
         return tuple(typed(v) for v in value)
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+    if not isinstance(value, (int, float, np.integer, np.floating, np.bool_)) or \
+            (dtype is None and isinstance(value, (bool, np.bool_))):
         return value
     if dtype is None:
         from tritonpu.language.semantic import python_scalar_dtype
@@ -151,7 +151,7 @@ def typed(value, dtype=None):
     if dtype.is_floating():
         v = float(value)
         return typed_float(float(np.float32(v)) if dtype.is_fp32() else v, dtype)
-    return typed_int(int(value), dtype)
+    return typed_int(int(value), dtype)         # (an int1 compare result: 0 or 1)
 
 
 def _needs_fp64(x: float) -> bool:

@@ -199,6 +199,7 @@ def _check_ptr(a: tl.dtype, b: tl.dtype, allow_ptr: bool):
 
 def binary_operands(lhs, rhs, allow_lhs_ptr=False, allow_rhs_ptr=False, arithmetic=True, div_or_mod=False):
     lhs, rhs = tl._unwrap(lhs), tl._unwrap(rhs)
+    lhs, rhs = (to_tensor(x) if is_typed(x) else x for x in (lhs, rhs))     # an assigned number: a tensor
     ls, rs = _is_number(lhs), _is_number(rhs)
     lval, rval = lhs, rhs
     lt = python_scalar_dtype(lhs) if ls else to_tensor(lhs).dtype

@@ -15,6 +15,7 @@ import operator
 import os
 import time
 import types
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -219,6 +220,33 @@ def is_jit_function(v) -> bool:
     return getattr(v, "__tritonpu_jit__", False) and isinstance(v, JITFunction)
 
 
+class CaptureScope(Mapping):
+    """The names a kernel's body reads from outside: the variables of enclosing functions it
+    captures (its closure cells, read when looked up), then its module's globals — Triton's
+    ``get_capture_scope``, so a kernel made by a factory (``make_kernel(activation)``) sees the
+    factory's values, not a global of the same name."""
+
+    def __init__(self, fn):
+        self.globals = fn.__globals__
+        self.cells = dict(zip(fn.__code__.co_freevars, fn.__closure__ or ()))
+
+    def __getitem__(self, name):
+        cell = self.cells.get(name)
+        if cell is not None:
+            try:
+                return cell.cell_contents
+            except ValueError:              # a variable the enclosing function has not set yet
+                raise KeyError(name) from None
+        return self.globals[name]
+
+    def __iter__(self):
+        yield from self.cells
+        yield from (n for n in self.globals if n not in self.cells)
+
+    def __len__(self):
+        return len(set(self.cells) | set(self.globals))
+
+
 class JITFunction:
     __tritonpu_jit__ = True
 
@@ -242,6 +270,7 @@ class JITFunction:
         self._hash = None
         self._used_globals: list = []
         self.cache: dict = {}
+        self.scope = CaptureScope(fn)
 
     # -- source ----------------------------------------------------------------------------
     @property
@@ -274,7 +303,7 @@ class JITFunction:
         h.update(f"@{self.src.first_line}".encode())        # error messages name the file's lines
         used = []
         for dotted, chain, node in self._global_reads():
-            v = _resolve(self.fn.__globals__, chain)
+            v = _resolve(self.scope, chain)
             if is_jit_function(v):
                 key = v.source_hash(seen) if id(v) not in seen else "recursive"
             else:
@@ -290,7 +319,7 @@ class JITFunction:
     def _global_reads(self) -> list:
         """(dotted name, chain of names, AST node) of each global the function reads: a name that is
         neither a parameter nor assigned in the function, and a global module's attributes."""
-        g = self.fn.__globals__
+        g = self.scope
         local = set(self.arg_names)
         for n in ast.walk(self.ast):
             if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load):
@@ -320,7 +349,7 @@ class JITFunction:
         if id(self) in seen or self._hash is None:
             return
         seen.add(id(self))
-        g = self.fn.__globals__
+        g = self.scope
         for dotted, chain, node, old, key in self._used_globals:
             v = _resolve(g, chain)
             if v is old:
