@@ -21,7 +21,8 @@ def test_the_error_names_a_size_that_fits():
         running_sum[(1,)](x, y, N=32768, backend="npu")
     msg = str(e.value)
     assert "a tensor<32768xi32> value (tensor<32768xi32>) alone takes 131072 bytes; use smaller blocks — it fits " \
-           "with N=16384 (checked by compiling; the rest of the launch as given)" in msg
+           "with N=16384 (checked by compiling; the rest of the launch as given; a kernel whose one block must " \
+           "span its data, a whole row, then needs a loop over blocks)" in msg
     assert msg.startswith(__file__.replace(".pyc", ".py"))        # still the kernel's own line
     running_sum[(1,)](x, y, N=16384, backend="npu")                 # and it does
     np.testing.assert_array_equal(y[:16384], np.cumsum(x[:16384]))

@@ -51,7 +51,8 @@ def size_that_fits(jitfn, bound: dict, options: dict, scalars: dict) -> str:
             tried += 1
             ok = _fits(jitfn, {**bound, name: v}, options, scalars)
             if ok:
-                return f" — it fits with {name}={v} (checked by compiling; the rest of the launch as given)"
+                return (f" — it fits with {name}={v} (checked by compiling; the rest of the launch as given; a "
+                        f"kernel whose one block must span its data, a whole row, then needs a loop over blocks)")
             if ok is None:
                 break
             v //= 2
