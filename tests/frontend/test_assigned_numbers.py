@@ -127,3 +127,22 @@ def test_assigned_numbers_in_pointer_arithmetic_and_comparisons(backend, skip):
     out = np.zeros(16, np.float32)
     pointer_kernel[(1,)](x, out, 16, skip, BLOCK=16, backend=backend)
     assert out[:9].tolist() == [1, 2, 3, 4, 5, 7, 1, 9, 9]
+
+
+@tritonpu.jit
+def axis_kernel(o_ptr):
+    a = tl.arange(0, 4)[:, None] * 4 + tl.arange(0, 4)[None, :]
+    ax = -1                                       # a constant's own value, Python's -1 % 2
+    tl.store(o_ptr + tl.arange(0, 4), tl.sum(a, axis=ax))
+    e = tl.expand_dims(tl.arange(0, 4), ax)      # (4, 1)
+    tl.store(o_ptr + 4 + tl.arange(0, 4)[:, None] * 4 + tl.arange(0, 4)[None, :], e + tl.zeros((4, 4), tl.int32))
+    tl.store(o_ptr + 20 + tl.arange(0, 4), tl.flip(tl.arange(0, 4), dim=ax))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_an_assigned_negative_axis_counts_from_the_end(backend):
+    out = np.zeros(24, np.int32)
+    axis_kernel[(1,)](out, backend=backend)
+    assert out[:4].tolist() == [6, 22, 38, 54]
+    assert out[4:20].reshape(4, 4).tolist() == [[i] * 4 for i in range(4)]
+    assert out[20:].tolist() == [3, 2, 1, 0]

@@ -11,6 +11,7 @@ from tritonpu.language import memory as M
 from tritonpu.language import block_ptr as BP
 from tritonpu.language import semantic as S
 from tritonpu.language.core import SemanticError, builtin, tensor
+from tritonpu.language.scalars import plain
 
 
 def _axis_arg(axis):
@@ -303,7 +304,7 @@ def broadcast(input, other):
 
 @builtin
 def expand_dims(input, axis):
-    axes = [tl._unwrap(a) for a in (list(axis) if isinstance(axis, (list, tuple)) else [axis])]
+    axes = [plain(tl._unwrap(a)) for a in (list(axis) if isinstance(axis, (list, tuple)) else [axis])]
     input = S.to_tensor(input)
     rank = len(input.shape) + len(axes)
     if any(not isinstance(a, int) or not -rank <= a < rank for a in axes):

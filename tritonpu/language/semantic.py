@@ -62,6 +62,8 @@ def scalar_constant(value, dt: tl.dtype) -> tensor:
 
 
 def to_tensor(x) -> tensor:
+    if is_typed(x):             # a number the kernel assigned: a scalar of its type
+        return scalar_constant(x, x.dtype)
     x = tl._unwrap(x)
     if isinstance(x, tensor):
         return x
@@ -198,8 +200,7 @@ def _check_ptr(a: tl.dtype, b: tl.dtype, allow_ptr: bool):
 
 
 def binary_operands(lhs, rhs, allow_lhs_ptr=False, allow_rhs_ptr=False, arithmetic=True, div_or_mod=False):
-    lhs, rhs = tl._unwrap(lhs), tl._unwrap(rhs)
-    lhs, rhs = (to_tensor(x) if is_typed(x) else x for x in (lhs, rhs))     # an assigned number: a tensor
+    lhs, rhs = (to_tensor(x) if is_typed(x) else tl._unwrap(x) for x in (lhs, rhs))  # assigned numbers: tensors
     ls, rs = _is_number(lhs), _is_number(rhs)
     lval, rval = lhs, rhs
     lt = python_scalar_dtype(lhs) if ls else to_tensor(lhs).dtype
@@ -447,6 +448,7 @@ def where(cond, x, y) -> tensor:
 # shapes
 # --------------------------------------------------------------------------------------------
 def _canon_axis(axis: int, rank: int, what="axis") -> int:
+    axis = plain(axis)          # (an axis a kernel assigned: Python's % below, not the scalar's)
     if not -rank <= axis < rank:
         raise SemanticError(f"{what} {axis} is out of range for a tensor of rank {rank}")
     return axis % rank
