@@ -36,3 +36,23 @@ def test_bool_bytes_other_than_0_and_1_load_as_true(backend):
     assert o[16:].tolist() == truth.tolist()
     assert s[0] == 6
     assert c.view(np.uint8).tolist() == truth.tolist()
+
+
+@tritonpu.jit
+def bool_reduce_kernel(x_ptr, o_ptr, N: tl.constexpr):
+    m = tl.load(x_ptr + tl.arange(0, N)) > 0
+    tl.store(o_ptr, tl.sum(m, axis=0))                    # Triton: uint32, a count
+    tl.store(o_ptr + 1, tl.max(m, axis=0).to(tl.int32))
+    tl.store(o_ptr + 2, tl.min(m, axis=0).to(tl.int32))
+    tl.store(o_ptr + 3, tl.argmax(m, axis=0))             # the first true
+    tl.store(o_ptr + 4, tl.argmin(m, axis=0))             # the first false
+    v, i = tl.max(m, axis=0, return_indices=True)
+    tl.store(o_ptr + 5, v.to(tl.int32) * 10 + i)
+
+
+@pytest.mark.parametrize("backend", ["ref", "npu", "cpu"])
+def test_reductions_of_bool_blocks(backend):
+    x = np.array([-1, -1, 2, 3, -4, 5, 6, 7], np.float32)
+    out = np.zeros(6, np.int64)
+    bool_reduce_kernel[(1,)](x, out, N=8, backend=backend)
+    assert out.tolist() == [5, 1, 0, 2, 0, 12]

@@ -186,6 +186,11 @@ def _keep(r: tensor, x_shape, axis, all_axes: bool, keep_dims: bool) -> tensor:
 
 def reduce(x, axis, kind: str, keep_dims=False) -> tensor:
     x = to_tensor(x)
+    if x.dtype.is_bool() and kind in ("max", "min", "argmax", "argmin"):
+        # over the 0/1 values as int8: the same extrema and first indices (the NPU's vector unit
+        # reduces no i1 blocks)
+        r = reduce(cast(x, tl.int8), axis, kind, keep_dims)
+        return cast(r, tl.int1) if kind in ("max", "min") else r
     shape0 = x.shape
     x, ax, all_axes = _prepare_axis(x, axis, f"tl.{kind}")
     shape = x.shape
