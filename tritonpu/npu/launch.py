@@ -13,6 +13,9 @@ order they observe is program order: core after core, but a core that runs ``_QU
 instructions without finishing gives way to the next ones (a program spinning on a flag that a
 later program sets gets it); a program that runs more than ``max_steps`` instructions is stopped
 with a :class:`LaunchError` at the nearest instruction with a kernel line (never a hang).
+A core runs a program on the reference engine (``_execute``: one decoded closure per instruction)
+or on the program's translation (``translate``), as ``engine_choice`` picks; both do the same work
+in the same order (``engines.check_engines`` compares them).
 """
 from __future__ import annotations
 
