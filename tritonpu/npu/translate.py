@@ -3,11 +3,12 @@
 The reference engine (``launch._execute``) runs a program by calling, for every instruction, the
 closure its family decoded, in a dispatch loop.  This engine emits Python source for the whole
 program once: its basic blocks in a ``while`` loop that dispatches on the block's first pc, each
-instruction's code in line — the scalar unit's arithmetic, moves, compares and selects, the loop
-and branch instructions, and the scalar pipe's timing (``State.tick`` for pipe S) are written out
-(``translate_scalar``); every other instruction calls its decoded closure, as the reference does.
-The engine keeps the scalar unit's issue time in a local while it runs scalar instructions and
-hands it back to the State before anything else reads it.
+instruction's code in line — the scalar unit's arithmetic, moves, compares, selects and
+conversions, the loop and branch instructions, ``set_flag`` / ``wait_flag``, and their timing
+(``State.tick``) are written out by the families' translators (``TRANSLATORS``, filled by
+``translate_scalar``); every other instruction calls its decoded closure, as the reference does.
+The engine keeps the scalar unit's issue time in a local, ahead of it by the cycles of the scalar
+instructions written out since (``Emitter.d``), and settles it before anything else reads it.
 
 Guarantee: the same work in the same order as ``launch._execute`` — registers, memories, GM,
 flags, clocks, statistics, trace events and errors (with the instruction, core and program) are
