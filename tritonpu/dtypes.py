@@ -145,3 +145,28 @@ def maxnum(a, b):
 
 def minnum(a, b):
     return np.fmin(quiet_nans(a), quiet_nans(b))
+
+
+# ---- Triton's float atomic max/min: on the bits --------------------------------------------------
+_BIT_VIEWS = {4: (np.int32, np.uint32), 8: (np.int64, np.uint64)}
+
+
+def bits_atomic(kind: str, cur, v):
+    """``tl.atomic_max`` / ``atomic_min`` of fp32 / fp64 as Triton lowers them (elementwise, arrays or
+    numpy scalars): where ``v``'s sign bit is clear, a signed integer max (min) of the bits; where
+    it is set, an unsigned min (max).  Both are the extremum in one total order of the bit patterns
+    (+0 above -0, a NaN placed by its sign and payload), so lanes may be applied in any order."""
+    cur, v = np.asarray(cur), np.asarray(v)
+    si, ui = _BIT_VIEWS[cur.dtype.itemsize]
+    signed = (np.maximum if kind == "max" else np.minimum)(cur.view(si), v.view(si))
+    unsigned = (np.minimum if kind == "max" else np.maximum)(cur.view(ui), v.view(ui))
+    return np.where(v.view(si) >= 0, signed.view(cur.dtype), unsigned.view(cur.dtype))
+
+
+def bits_atomic_at(kind: str, flat: np.ndarray, idx, src) -> None:
+    """``bits_atomic`` applied in place at ``flat[idx]`` (indices may repeat), as ``ufunc.at``."""
+    si, ui = _BIT_VIEWS[flat.dtype.itemsize]
+    src = np.asarray(src, flat.dtype)
+    pos = src.view(si) >= 0
+    (np.maximum if kind == "max" else np.minimum).at(flat.view(si), idx[pos], src.view(si)[pos])
+    (np.minimum if kind == "max" else np.maximum).at(flat.view(ui), idx[~pos], src.view(ui)[~pos])

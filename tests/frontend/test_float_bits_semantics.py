@@ -80,3 +80,24 @@ def test_propagate_nan_all_orders_signed_zeros(backend, dt):
     assert bits_equal(mx, [0.0, 0.0, 1.0, NAN, NAN, -0.0])
     assert bits_equal(mn, [-0.0, -0.0, 1.0, NAN, NAN, -0.0])
     assert bits_equal(cl, [0.0, 0.0, 1.0, NAN, NAN, -0.0])
+
+
+@tritonpu.jit
+def tile_max_kernel(x_ptr, o_ptr, idx_ptr, N: tl.constexpr):
+    offs = tl.program_id(0) * N + tl.arange(0, N)
+    x = tl.load(x_ptr + offs)
+    tl.atomic_max(o_ptr + tl.arange(0, N), x)                     # a tile: one atomic-mode transfer
+    tl.atomic_min(o_ptr + N + tl.load(idx_ptr + tl.arange(0, N)), x)   # scattered, indices repeat
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_tile_and_scattered_float_atomics_order_bits_and_stay_transfers(backend):
+    x = np.array([[-0.0, 1.0, NAN, -2.0], [0.0, -NAN, 3.0, -0.0]], np.float32)
+    o = np.full(8, -0.0, np.float32)
+    o[4:] = 0.0
+    h = tile_max_kernel[(2,)](x.reshape(-1), o, np.array([0, 0, 1, 1], np.int32), N=4, backend=backend)
+    assert bits_equal(o[:4], [0.0, 1.0, NAN, -0.0])               # per position, over both programs
+    # min into positions 4, 4, 5, 5: a negative NaN is below every number; 6 and 7 untouched
+    assert bits_equal(o[4:], [-NAN, -2.0, 0.0, 0.0])
+    if backend == "npu":                                            # (not 200-cycle scalar atomics)
+        assert "atomic=max" in h.asm["isa"] and "satomic" not in h.asm["isa"]

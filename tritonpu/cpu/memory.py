@@ -16,10 +16,13 @@ Guarantees:
 * Loads: masked-off lanes give ``other`` or 0 and are not read. Stores: masked-off lanes are not
   written. Atomics: lanes are applied one at a time in row-major order (the grid runs
   sequentially in one thread, so this is exactly the reference's semantics) and return the old
-  values (0 for masked-off lanes); float ``max``/``min`` follow Python's ``max``/``min`` on the
-  pair (current, value), as the reference does; f16/bf16 ``add`` is computed in f32.
+  values (0 for masked-off lanes); fp32/fp64 ``max``/``min`` order the bits as Triton does
+  (``dtypes.bits_atomic``), fp16/bf16 ones follow Python's ``max``/``min`` on the pair (current,
+  value), as the reference does; f16/bf16 ``add`` is computed in f32.
 """
 from __future__ import annotations
+
+from llvmlite import ir
 
 from tritonpu.cpu import mathlib as M
 from tritonpu.cpu.codegen import (I1, I8, I64, PTR, Buf, Scalar, const, elem_bytes, mem_type, numel, row_major,
@@ -276,6 +279,14 @@ def _rmw(b, kind, cur, v, s):
             return M.narrow(b, b.fadd(M.widen(b, cur, s), M.widen(b, v, s)), s)
         return b.xor(cur, v) if s.is_bool else b.add(cur, v)
     pred = ">" if kind == "max" else "<"
+    if is_float and elem_bytes(s) in (4, 8):
+        # fp32 / fp64 as Triton lowers them: where v's sign bit is clear a signed integer max (min)
+        # of the bits, where it is set an unsigned min (max) -- dtypes.bits_atomic
+        ity = ir.IntType(8 * elem_bytes(s))
+        ci, vi = b.bitcast(cur, ity), b.bitcast(v, ity)
+        on_signed = b.select(b.icmp_signed(pred, vi, ci), v, cur)
+        on_unsigned = b.select(b.icmp_unsigned("<" if kind == "max" else ">", vi, ci), v, cur)
+        return b.select(b.icmp_signed(">=", vi, ir.Constant(ity, 0)), on_signed, on_unsigned)
     if is_float:
         better = b.fcmp_ordered(pred, M.widen(b, v, s), M.widen(b, cur, s))
     elif signed(s):

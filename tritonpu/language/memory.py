@@ -92,6 +92,8 @@ def _order_attrs(what: str, sem, scope) -> dict:
 
 
 _BITS = {16: (tl.int16, None), 32: (tl.int32, tl.uint32), 64: (tl.int64, tl.uint64)}
+# (fp32 / fp64 atomic_max / atomic_min order by their bits as Triton's lowering does: every backend
+# implements that rule itself — dtypes.bits_atomic — so the NPU keeps its atomic-mode transfers)
 
 
 def _as_bits(x: tensor, dt: tl.dtype) -> tensor:
@@ -110,29 +112,8 @@ def atomic_rmw(kind: str, ptr, val, mask=None, sem=None, scope=None) -> tensor:
     val = cast(val, elem)
     mask = _mask(mask, ptr, f"tl.atomic_{kind}")
     attrs = {"op": kind, **_order_attrs(f"tl.atomic_{kind}", sem, scope)}
-    if kind in ("max", "min") and elem.name in ("fp32", "fp64"):
-        return _float_max_min(kind, ptr, val, mask, attrs)
     operands = [ptr, val] + ([mask] if mask is not None else [])
     return _op("atomic_rmw", operands, T.with_elem(ptr.ty, elem.ir), **attrs)
-
-
-def _float_max_min(kind, ptr, val, mask, attrs) -> tensor:
-    """Triton's float atomic max/min, on the bits: where ``val``'s sign bit is clear, a signed
-    integer max (min: unsigned min), where it is set an unsigned min (min: signed max) — so +0 is
-    above -0 and a NaN's bits order it (a positive NaN is above every number for max)."""
-    elem = ptr.dtype.element_ty
-    signed, unsigned = _BITS[elem.primitive_bitwidth]
-    ival = _as_bits(val, signed)
-    negative = compare(ival, 0, "lt")
-    positive = compare(ival, 0, "ge")
-    if mask is not None:
-        negative, positive = logical_and(mask, negative), logical_and(mask, positive)
-    ity, uty = T.with_elem(ptr.ty, signed.ir), T.with_elem(ptr.ty, unsigned.ir)
-    pos_kind, neg_kind = ("max", "min") if kind == "max" else ("min", "max")
-    old_pos = _op("atomic_rmw", [_as_bits(ptr, signed), ival, positive], ity, **{**attrs, "op": pos_kind})
-    old_neg = _op("atomic_rmw", [_as_bits(ptr, unsigned), _as_bits(val, unsigned), negative], uty,
-                  **{**attrs, "op": neg_kind})
-    return _as_bits(where(positive, old_pos, _as_bits(old_neg, signed)), elem)
 
 
 def atomic_cas(ptr, cmp, val, sem=None, scope=None) -> tensor:

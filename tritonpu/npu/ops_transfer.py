@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from tritonpu.dtypes import bits_atomic, bits_atomic_at
+
 from . import cycles, gmmaps
 from .errors import LaunchError, MisalignedError
 from .gm_races import ATOMIC, PLAIN
@@ -24,6 +26,23 @@ I32 = np.dtype(np.int32)
 _ATOMIC = {"add": np.add, "max": np.maximum, "min": np.minimum}
 MAX_TRANSFER_BYTES = 1 << 30        # what one transfer may move (bounds its work before it runs)
 _ATOMIC_AT = {"add": np.add.at, "max": np.maximum.at, "min": np.minimum.at}
+_BITS_ORDERED = (np.dtype(np.float32), np.dtype(np.float64))    # max/min on the bits, as Triton
+
+
+def _combine(atomic, dst, src):
+    """``dst`` combined with ``src`` in place by the DMA's atomic mode ``atomic``."""
+    if atomic != "add" and dst.dtype in _BITS_ORDERED:
+        dst[...] = bits_atomic(atomic, dst, np.broadcast_to(src, dst.shape))
+    else:
+        _ATOMIC[atomic](dst, src, out=dst)
+
+
+def _combine_at(atomic, flat, idx, src):
+    """``_combine`` at ``flat[idx]`` (indices may repeat: every one accumulates)."""
+    if atomic != "add" and flat.dtype in _BITS_ORDERED:
+        bits_atomic_at(atomic, flat, idx, src)
+    else:
+        _ATOMIC_AT[atomic](flat, idx, src)
 
 
 def _accumulate(atomic, dbuf, dt, dst, src, da, ds):
@@ -33,7 +52,7 @@ def _accumulate(atomic, dbuf, dt, dst, src, da, ds):
     mode does — none is lost to another."""
     nseg, n = dst.shape
     if nseg <= 1 or ds >= n * dt.itemsize:
-        _ATOMIC[atomic](dst, src, out=dst)
+        _combine(atomic, dst, src)
         return
     eb = dt.itemsize
     if da % eb or ds % eb:
@@ -41,7 +60,7 @@ def _accumulate(atomic, dbuf, dt, dst, src, da, ds):
                               f"(address {da:#x}, stride {ds})")
     flat = dbuf[: dbuf.size // eb * eb].view(dt)
     idx = (da + np.arange(nseg, dtype=np.int64)[:, None] * ds) // eb + np.arange(n, dtype=np.int64)
-    _ATOMIC_AT[atomic](flat, idx.ravel(), np.asarray(src).reshape(-1))
+    _combine_at(atomic, flat, idx.ravel(), np.asarray(src).reshape(-1))
 
 
 def _bounded(total, src_bytes, dst_bytes, inst, what):
@@ -319,7 +338,7 @@ def _gather(st, inst, prog):
                 tview = _view(ubuf, et, (n, rb // eb), ua, (us, eb))[rows]
                 gt = gbuf[: gbuf.size // eb * eb].view(et)
                 eidx = starts[:, None] // eb + np.arange(rb // eb)
-                _ATOMIC_AT[atomic](gt, eidx, tview)
+                _combine_at(atomic, gt, eidx, tview)
             else:
                 gbuf[bidx] = uview[rows]
         else:

@@ -11,7 +11,7 @@ import math
 
 import numpy as np
 
-from tritonpu.dtypes import convert, fma, maxnum, minnum, quiet_nans
+from tritonpu.dtypes import bits_atomic, convert, fma, maxnum, minnum, quiet_nans
 from tritonpu.errors import ExecutionError
 from tritonpu.ir import Function, Op, Region
 from tritonpu.ir import types as T
@@ -333,6 +333,8 @@ class Program:
             v = val[lane]
             if kind == "add":
                 new = (cur.astype(np.float32) + v.astype(np.float32)) if _low_float(ty) else cur + v
+            elif kind in ("max", "min") and cur.dtype in (np.float32, np.float64):
+                new = bits_atomic(kind, cur, v)[()]        # Triton's rule: on the bits
             elif kind == "max":
                 new = max(cur, v)
             elif kind == "min":
