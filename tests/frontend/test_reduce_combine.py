@@ -187,3 +187,48 @@ def test_associative_scan_errors_name_the_line():
     with pytest.raises(CompilationError, match="returns 2 values for 1 inputs") as e:
         _scan_wrong_arity[(1,)](np.zeros(16, np.float32), N=16)
     assert "test_reduce_combine.py" in str(e.value)
+
+
+@tritonpu.jit
+def _first(a, b):
+    return a
+
+
+@tritonpu.jit
+def _affine(a1, b1, a2, b2):        # h -> a*h + b, (a1, b1) applied first
+    return a1 * a2, b1 * a2 + b2
+
+
+@tritonpu.jit
+def _reverse_scan_kernel(X, A, B, Z, H, N: tl.constexpr, REV: tl.constexpr):
+    offs = tl.arange(0, N)
+    tl.store(Z + offs, tl.associative_scan(tl.load(X + offs), 0, _first, reverse=REV))
+    _, h = tl.associative_scan((tl.load(A + offs), tl.load(B + offs)), 0, _affine, reverse=REV)
+    tl.store(H + offs, h)
+
+
+@pytest.mark.parametrize("backend", ["ref", "npu", "cpu"])
+@pytest.mark.parametrize("n", [7, 8, 16])
+@pytest.mark.parametrize("reverse", [False, True])
+def test_a_reverse_scan_is_the_flipped_blocks_scan_flipped_back(backend, n, reverse):
+    """Triton's reverse scan (test_core's test_scan2d): the accumulated part from the end is the
+    combine function's first operand. Element order was kept instead, so a non-commutative function
+    (``first``, a linear recurrence) gave another result."""
+    def scan(vals, comb):
+        seq = vals[::-1] if reverse else vals
+        out, acc = [], None
+        for v in seq:
+            acc = v if acc is None else comb(acc, v)
+            out.append(acc)
+        return out[::-1] if reverse else out
+
+    rng = np.random.default_rng(n)
+    x = np.arange(n, dtype=np.int32)
+    a = rng.uniform(0.5, 1.5, n).astype(np.float32)
+    b = rng.standard_normal(n).astype(np.float32)
+    z, h = np.zeros(n, np.int32), np.zeros(n, np.float32)
+    _reverse_scan_kernel[(1,)](x, a, b, z, h, N=n, REV=reverse, backend=backend)
+    assert z.tolist() == scan(x.tolist(), lambda p, q: p)          # reverse: all x[-1]
+    expect = [t[1] for t in scan(list(zip(a.astype(np.float64), b.astype(np.float64))),
+                                 lambda p, q: (p[0] * q[0], p[1] * q[0] + q[1]))]
+    np.testing.assert_allclose(h, expect, rtol=1e-5, atol=1e-5)

@@ -15,8 +15,9 @@ reshapes and the function's own ops).
 recursion: combine neighbour pairs, scan the pairs' results (half the size), then the odd
 positions are those prefixes and the even ones combine the previous prefix (a shift by one, itself
 a recursion of splits and interleaves) with their own element — log2(size) levels, the combine
-function applied in element order; an odd size is scanned element by element. ``reverse`` scans
-from the end.
+function applied in element order; an odd size is scanned element by element. ``reverse`` is
+Triton's: the scan of the flipped block, flipped back — element ``i`` is the scan from the end down
+to ``i``, the accumulated right part the combine function's first operand (``combine(acc, x[i])``).
 """
 from __future__ import annotations
 
@@ -136,18 +137,19 @@ def associative_scan(inline, inputs, axis, combine_fn, reverse=False):
             order = range(n - 1, -1, -1) if reverse else range(n)
             out, acc = [None] * n, None
             for i in order:
-                acc = cols[i] if acc is None else (combine(cols[i], acc) if reverse else combine(acc, cols[i]))
+                acc = cols[i] if acc is None else combine(acc, cols[i])
                 out[i] = acc
             return [_place([out[i][k] for i in range(n)], n) for k in range(len(ys))]
         even, odd = _pairs(ys)
-        sums = scan(combine(even, odd))         # forward: x0..x(2j+1); reverse: x(2j)..x(n-1)
+        # forward: x0..x(2j+1); reverse (the flipped block's order): x(n-1)..x(2j)
+        sums = scan(combine(odd, even) if reverse else combine(even, odd))
         pos = S.arange(0, n // 2)
         if not reverse:                         # even 2j: (x0..x(2j-1)) then x(2j); 2j = 0: x0
             prev = combine([_shift(t, False) for t in sums], even)
             first = S.compare(pos, 0, "eq")
             evens = [S.where(first, e, p) for e, p in zip(even, prev)]
             return [M.interleave(e, o) for e, o in zip(evens, sums)]
-        nxt = combine(odd, [_shift(t, True) for t in sums])     # odd 2j+1: x(2j+1) then x(2j+2)..
+        nxt = combine([_shift(t, True) for t in sums], odd)     # odd 2j+1: x(n-1)..x(2j+2), then x(2j+1)
         last = S.compare(pos, n // 2 - 1, "eq")
         odds = [S.where(last, o, q) for o, q in zip(odd, nxt)]
         return [M.interleave(e, o) for e, o in zip(sums, odds)]

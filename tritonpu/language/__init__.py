@@ -20,6 +20,9 @@ from tritonpu.language.functions import (abs, arange, argmax, argmin, atomic_add
                                          store_tensor_descriptor)
 
 
+pi32_t = pointer_type(int32)        # Triton's name for a pointer to int32
+
+
 class PropagateNan:
     NONE = "NONE"
     ALL = "ALL"
