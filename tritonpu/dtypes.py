@@ -149,6 +149,7 @@ def minnum(a, b):
 
 # ---- Triton's float atomic max/min: on the bits --------------------------------------------------
 _BIT_VIEWS = {4: (np.int32, np.uint32), 8: (np.int64, np.uint64)}
+BITS_ORDERED = (np.dtype(np.float32), np.dtype(np.float64))     # the floats bits_atomic takes
 
 
 def bits_atomic(kind: str, cur, v):

@@ -8,7 +8,7 @@ from tritonpu.ir import types as T
 from tritonpu.language import core as tl
 from tritonpu.language.core import SemanticError, tensor
 from tritonpu.language.semantic import (_op, arange, broadcast_pair, broadcast_to_shape, cast, compare, reshape,
-                                        expand_dims, logical_and, to_tensor, where, _canon_axis)
+                                        expand_dims, logical_and, same_width_int, to_tensor, where, _canon_axis)
 
 
 # --------------------------------------------------------------------------------------------
@@ -91,16 +91,13 @@ def _order_attrs(what: str, sem, scope) -> dict:
     return {k: str(v) for k, v in (("sem", sem), ("scope", scope)) if v}
 
 
-_BITS = {16: (tl.int16, None), 32: (tl.int32, tl.uint32), 64: (tl.int64, tl.uint64)}
-# (fp32 / fp64 atomic_max / atomic_min order by their bits as Triton's lowering does: every backend
-# implements that rule itself — dtypes.bits_atomic — so the NPU keeps its atomic-mode transfers)
-
-
 def _as_bits(x: tensor, dt: tl.dtype) -> tensor:
     """``x``'s bits as ``dt`` (a pointer: as a pointer to ``dt``)."""
     return cast(x, tl.pointer_type(dt) if x.dtype.is_ptr() else dt, bitcast=True)
 
 
+# (fp32 / fp64 atomic_max / atomic_min order their bits as Triton's lowering does: each backend
+# implements that rule itself, dtypes.bits_atomic, so the NPU keeps its atomic-mode transfers)
 def atomic_rmw(kind: str, ptr, val, mask=None, sem=None, scope=None) -> tensor:
     ptr = _pointer(ptr, f"tl.atomic_{kind}")
     val = to_tensor(val)
@@ -124,7 +121,7 @@ def atomic_cas(ptr, cmp, val, sem=None, scope=None) -> tensor:
     attrs = _order_attrs("tl.atomic_cas", sem, scope)
     if elem.is_floating():
         # Triton compares the bits (-0.0 is not 0.0; a NaN matches its own bits)
-        bits = _BITS[elem.primitive_bitwidth][0]
+        bits = same_width_int(elem)
         old = _op("atomic_cas", [_as_bits(ptr, bits), _as_bits(cmp, bits), _as_bits(val, bits)],
                   T.with_elem(ptr.ty, bits.ir), **attrs)
         return _as_bits(old, elem)

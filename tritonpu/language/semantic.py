@@ -326,12 +326,17 @@ def maximum(a, b, propagate_nan=False) -> tensor:
     return _minmax("maximum", a, b, propagate_nan)
 
 
+def same_width_int(dt: tl.dtype) -> tl.dtype:
+    """The signed integer type of a float type's width (to compare or combine its bits)."""
+    return {16: tl.int16, 32: tl.int32, 64: tl.int64}[dt.primitive_bitwidth]
+
+
 def _minmax(name, a, b, propagate_nan):
     r = _elementwise(name, a, b)
     if propagate_nan and a.dtype.is_floating():
         # Triton's PropagateNan.ALL is llvm.maximum / minimum: a NaN wins, and -0.0 < +0.0 — of two
         # equal numbers, max takes the AND of their bits (+0 from ±0), min the OR (-0)
-        bits = {16: tl.int16, 32: tl.int32, 64: tl.int64}[a.dtype.primitive_bitwidth]
+        bits = same_width_int(a.dtype)
         ia, ib = cast(a, bits, bitcast=True), cast(b, bits, bitcast=True)
         zeros = cast(_elementwise("and" if name == "maximum" else "or", ia, ib), a.dtype, bitcast=True)
         r = where(compare(a, b, "eq"), zeros, r)

@@ -13,7 +13,7 @@ import sys
 
 import numpy as np
 
-from tritonpu.dtypes import bits_atomic, fma
+from tritonpu.dtypes import BITS_ORDERED, bits_atomic, fma
 from tritonpu.isa import PIPES
 
 from . import cycles
@@ -297,7 +297,6 @@ def _smem(st, inst, prog):
 
 
 _ATOM = {"add": np.add, "max": np.maximum, "min": np.minimum}
-_BITS_ORDERED = (np.dtype(np.float32), np.dtype(np.float64))    # max/min on the bits, as Triton
 
 
 @family("satomic", ["add", "max", "min", "xchg", "cas"])
@@ -327,7 +326,7 @@ def _satomic(st, inst, prog):
                 if lockable:
                     st.locks.add((lock_param, i))        # a lock taken (atomic_cas(lock, 0, 1) succeeded)
         else:
-            arr[i] = bits_atomic(op, old, v)[()] if op != "add" and dt in _BITS_ORDERED else _ATOM[op](old, v)
+            arr[i] = bits_atomic(op, old, v)[()] if op != "add" and dt in BITS_ORDERED else _ATOM[op](old, v)
         R[d] = float(old) if isf else int(old)
         tick(S, cost, inst)
     return run

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tritonpu.dtypes import bits_atomic, bits_atomic_at
+from tritonpu.dtypes import BITS_ORDERED, bits_atomic, bits_atomic_at
 
 from . import cycles, gmmaps
 from .errors import LaunchError, MisalignedError
@@ -26,12 +26,11 @@ I32 = np.dtype(np.int32)
 _ATOMIC = {"add": np.add, "max": np.maximum, "min": np.minimum}
 MAX_TRANSFER_BYTES = 1 << 30        # what one transfer may move (bounds its work before it runs)
 _ATOMIC_AT = {"add": np.add.at, "max": np.maximum.at, "min": np.minimum.at}
-_BITS_ORDERED = (np.dtype(np.float32), np.dtype(np.float64))    # max/min on the bits, as Triton
 
 
 def _combine(atomic, dst, src):
     """``dst`` combined with ``src`` in place by the DMA's atomic mode ``atomic``."""
-    if atomic != "add" and dst.dtype in _BITS_ORDERED:
+    if atomic != "add" and dst.dtype in BITS_ORDERED:
         dst[...] = bits_atomic(atomic, dst, np.broadcast_to(src, dst.shape))
     else:
         _ATOMIC[atomic](dst, src, out=dst)
@@ -39,7 +38,7 @@ def _combine(atomic, dst, src):
 
 def _combine_at(atomic, flat, idx, src):
     """``_combine`` at ``flat[idx]`` (indices may repeat: every one accumulates)."""
-    if atomic != "add" and flat.dtype in _BITS_ORDERED:
+    if atomic != "add" and flat.dtype in BITS_ORDERED:
         bits_atomic_at(atomic, flat, idx, src)
     else:
         _ATOMIC_AT[atomic](flat, idx, src)
