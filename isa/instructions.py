@@ -118,7 +118,8 @@ for _op, _doc in [("add", "a + b"), ("sub", "a - b"), ("mul", "a * b"),
                   ("and", "a & b"), ("or", "a | b"), ("xor", "a ^ b"),
                   ("shl", "a << b"), ("shr", "a >> b (arithmetic)"),
                   ("min", "min(a, b)"), ("max", "max(a, b)")]:
-    _add(_op, (), _S3, "S", "scalar", "sint", _op, f"d = {_doc}, int64 wrapping", "scalar")
+    _add(_op, ("I?",), _S3, "S", "scalar", "sint", _op,
+         f"d = {_doc}, int64 wrapping; with T, then wrapped to T (as a following cvt.T would)", "scalar")
 for _op, _doc in [("fadd", "a + b"), ("fsub", "a - b"), ("fmul", "a * b"), ("fdiv", "a / b"),
                   ("fmin", "min(a, b), the non-NaN operand if one is NaN (minnum)"),
                   ("fmax", "max(a, b), the non-NaN operand if one is NaN (maxnum)")]:

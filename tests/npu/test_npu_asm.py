@@ -191,3 +191,19 @@ def test_bad_directives_and_unbounded_transfers_are_tritonpu_errors(name):
     text, message = BAD_PROGRAMS[name]
     with pytest.raises((AsmError, NpuError), match=re.escape(message)):
         assemble(text).run({})
+
+
+@tritonpu.jit
+def _wrapping(x_ptr, n, BLOCK: tl.constexpr):
+    i = tl.program_id(0) * BLOCK + n * 3       # i32 arithmetic on the scalar unit
+    tl.store(x_ptr + tl.arange(0, BLOCK), tl.zeros((BLOCK,), tl.int32) + i)
+
+
+def test_int32_scalar_arithmetic_wraps_in_the_op_itself():
+    """An i32 scalar op carries its wrap (``mul.i32``): no ``cvt.i32`` after it; the result wraps."""
+    x = np.zeros(8, np.int32)
+    h = _wrapping[(1,)](x, 2 ** 30, BLOCK=8)
+    isa = h.asm["isa"]
+    assert re.search(r"^\s*mul\.i32 s\d+, n, 3 ", isa, re.M), isa
+    assert "cvt.i32" not in isa, isa
+    assert (x == np.int32(np.int64(2 ** 30 * 3).astype(np.int32))).all()

@@ -633,6 +633,21 @@ def test_scalar_int_wraps_int64_and_div_by_zero():
     assert out[:3].tolist() == [-(2 ** 63), 0, 0]
 
 
+@pytest.mark.parametrize("op,a,b,t", [("add", 2 ** 31 - 1, 1, "i32"), ("sub", -(2 ** 31), 1, "i32"),
+                                        ("mul", 65536, 65536, "i32"), ("mul", 3, -1, "u32"),
+                                        ("shl", 1, 40, "i32"), ("div", -(2 ** 31), -1, "i32"),
+                                        ("add", 200, 100, "u8"), ("max", -5, 300, "i8"), ("add", 5, 6, "i64")])
+def test_scalar_typed_int_op_is_the_op_then_cvt(op, a, b, t):
+    """``add.i32 d, a, b`` computes exactly what ``add d, a, b`` followed by ``cvt.i32 d, d`` does."""
+    out = run_scalar(f"    mov s1, {a}\n    {op}.{t} s2, s1, {b}\n    sst.i64 out[0], s2\n"
+                     f"    {op} s3, s1, {b}\n    cvt.{t} s3, s3\n    sst.i64 out[8], s3")
+    wide = {"add": lambda: a + b, "sub": lambda: a - b, "mul": lambda: a * b, "shl": lambda: a << b,
+            "max": lambda: max(a, b),
+            "div": lambda: -(abs(a) // abs(b)) if (a < 0) != (b < 0) else abs(a) // abs(b)}[op]()
+    want = int(np.array(wide & (2 ** 64 - 1), np.uint64).astype(npd(t)))
+    assert out[:2].tolist() == [want, want]
+
+
 SFLOAT = {"fadd": (1.5, 2.25, 3.75), "fsub": (1.5, 2.25, -0.75), "fmul": (1.5, 2.0, 3.0),
           "fdiv": (1.0, 4.0, 0.25), "fmin": (1.0, -2.0, -2.0), "fmax": (1.0, -2.0, 1.0)}
 SFUN = {"fneg": (2.5, -2.5), "fabs": (-2.5, 2.5), "fsqrt": (6.25, 2.5), "fexp": (1.0, math.e),

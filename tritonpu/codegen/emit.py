@@ -6,9 +6,9 @@ memory they touch; the sync pass then orders the pipes.
 
 Mapping, one rule per kind of value:
 
-* scalars in registers: scalar-unit instructions (``add``, ``fmul``, ``cvt``...), with a ``cvt``
-  after every operation whose type is narrower than the 64-bit registers, so that integers wrap
-  and floats round exactly as the IR says; scalar parameters are read by name, constants are
+* scalars in registers: scalar-unit instructions (``add``, ``fmul``, ``cvt``...); an operation
+  whose type is narrower than the 64-bit registers wraps (integers: the op's type suffix,
+  ``add.i32``) or rounds (a ``cvt`` after it) exactly as the IR says; scalar parameters are read by name, constants are
   immediates;
 * tiles in UB: one vector instruction per op over ``rows x cols`` (dense operands of any rank
   are flattened; broadcasts, expand_dims, permutes are strided views, never copies);

@@ -1,7 +1,7 @@
 """Scalar-unit emission: ops on values that live in scalar registers.
 
-Registers hold 64-bit integers or float64; after every operation on a narrower type a ``cvt.T``
-wraps or rounds the register to the IR type, so scalar code computes exactly what the reference
+Registers hold 64-bit integers or float64; an integer operation on a narrower type wraps its
+result to the IR type itself (``add.i32``), after a float one a ``cvt.T`` rounds it, so scalar code computes exactly what the reference
 evaluator computes.  Operations the scalar unit has no instruction for (``sin``, ``erf``, float
 ``rem``...) run on the vector unit as one-element tiles and are read back with ``sld``.
 """
@@ -19,6 +19,8 @@ _INT_BIN = {"add": "add", "sub": "sub", "mul": "mul", "div": "div", "rem": "rem"
 _FLOAT_BIN = {"add": "fadd", "sub": "fsub", "mul": "fmul", "div": "fdiv", "maximum": "fmax", "minimum": "fmin"}
 _FLOAT_UN = {"neg": "fneg", "abs": "fabs", "sqrt": "fsqrt", "exp": "fexp", "log": "flog", "floor": "ffloor",
              "ceil": "fceil"}
+# integer ops that take the type to wrap their result to (``add.i32``)
+_TYPED_INT = frozenset(_INT_BIN.values())
 # ops that need no wrap afterwards: results always fit the type
 _NO_WRAP = {"div", "rem", "and", "or", "xor", "shr", "maximum", "minimum"}
 
@@ -31,11 +33,18 @@ def _wraps(ty) -> bool:
 class ScalarEmitter:
     # ---- helpers -----------------------------------------------------------------------------------
     def wrap(self, r: Reg, ty) -> None:
-        """Round/wrap register r to the IR type (no-op for 64-bit types)."""
+        """Round/wrap register r to the IR type (no-op for 64-bit types).  An integer wrap right
+        after the untyped integer op that wrote r is folded into it: ``add.i32 r, a, b`` (one
+        instruction where ``add`` + ``cvt.i32`` were two)."""
         s = ty.scalar
         if s.is_bool:
             self.emit(f"cmp.ne {r}, {r}, 0", "S")
         elif _wraps(ty):
+            last = self.out[-1] if self.out else None
+            mn, _, rest = last.text.partition(" ") if isinstance(last, Instr) else ("", "", "")
+            if s.is_int and mn in _TYPED_INT and rest.startswith(f"{r},") and type(last) is Instr:
+                last.text = f"{mn}.{asm_type(ty)} {rest}"
+                return
             self.emit(f"cvt.{asm_type(ty)} {r}, {r}", "S")
 
     def s_operands(self, op):

@@ -143,6 +143,9 @@ def _smov(st, inst, prog):
 @family("sint", list(INT_OPS))
 def _sint(st, inst, prog):
     f = INT_OPS[inst.spec.op]
+    if inst.types and inst.types[0] not in ("i64", None):     # add.i32: the op, then cvt.i32
+        dt = npdt(inst.types[0])
+        return _simple(st, inst, lambda a, b: to_type(f(as_int(a), as_int(b)), dt), 2)
     return _simple(st, inst, lambda a, b: f(as_int(a), as_int(b)), 2)
 
 

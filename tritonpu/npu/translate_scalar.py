@@ -45,16 +45,30 @@ def _smov(inst, E):
     return _simple(inst, E, [f"R[{inst.args[0].reg}] = {E.val(inst.args[1])}"])
 
 
+def _to_type(E, d, a, dt) -> str:
+    """The line ``R[d] = to_type(a, dt)`` (``a`` an expression), in range without the call."""
+    if dt.kind in "iu":     # ``to_type``: wrap to the type's range (in range: as it is)
+        bits = dt.itemsize * 8
+        lo, hi = (-(1 << (bits - 1)), (1 << (bits - 1)) - 1) if dt.kind == "i" else (0, (1 << bits) - 1)
+        return f"R[{d}] = {a} if type({a}) is int and {lo} <= {a} <= {hi} else to_type({a}, {E.const(dt, 'dt')})"
+    return f"R[{d}] = to_type({a}, {E.const(dt, 'dt')})"
+
+
 @translator("sint")
 def _sint(inst, E):
     op, d = inst.spec.op, inst.args[0].reg
+    typed = inst.types and inst.types[0] not in ("i64", None)   # add.i32: the op, then cvt.i32
+    out = "x" if typed else f"R[{d}]"
     lines = _ints(E, inst.args[1:3])
     if op in _PY:
-        lines += [f"x = a {_PY[op]} b", f"R[{d}] = x if {INT64_MIN} <= x <= {INT64_MAX} else w64(x)"]
+        lines += [f"x = a {_PY[op]} b"] + ([] if typed else
+                                           [f"R[{d}] = x if {INT64_MIN} <= x <= {INT64_MAX} else w64(x)"])
     elif op in ("and", "or", "xor"):
-        lines.append(f"R[{d}] = a {dict(zip(('and', 'or', 'xor'), '&|^'))[op]} b")
+        lines.append(f"{out} = a {dict(zip(('and', 'or', 'xor'), '&|^'))[op]} b")
     else:
-        lines.append(f"R[{d}] = int_{op}(a, b)")
+        lines.append(f"{out} = int_{op}(a, b)")
+    if typed:       # a 64-bit wrap first is the identity once wrapped to a narrower type
+        lines.append(_to_type(E, d, "x", npdt(inst.types[0])))
     return _simple(inst, E, lines)
 
 
@@ -76,13 +90,7 @@ def _sconv(inst, E):
     elif op == "ftoi":
         lines.append(f"R[{d}] = a")
     else:
-        dt = npdt(inst.types[0])
-        if dt.kind in "iu":     # ``to_type``: wrap to the type's range (in range: as it is)
-            bits = dt.itemsize * 8
-            lo, hi = (-(1 << (bits - 1)), (1 << (bits - 1)) - 1) if dt.kind == "i" else (0, (1 << bits) - 1)
-            lines += [f"R[{d}] = a if type(a) is int and {lo} <= a <= {hi} else to_type(a, {E.const(dt, 'dt')})"]
-        else:
-            lines.append(f"R[{d}] = to_type(a, {E.const(dt, 'dt')})")
+        lines.append(_to_type(E, d, "a", npdt(inst.types[0])))
     return _simple(inst, E, lines)
 
 
