@@ -15,19 +15,24 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 GM_WHOLE = (0, 1 << 62)
-# The event ids an L1 panel's own flags use (see ``Guarded``): MTE2 -> MTE1 for the fill of a trip
-# whose number is e modulo the loop's buffers, e = 0..3, and MTE1 -> MTE2 (the first fill waits
-# for the previous programs' reads); the branch that holds a panel's loop reserves them (If), or
-# the whole program when no branch does.
-def panel_event(e: int) -> int:
-    return 7 - e
+# An L1 panel's fills and the reads of its tiles (passes/panel_reuse.py) are ordered like loads and
+# their readers: a fill (a Guarded on MTE2) writes, and a read of its tile reads, the *panel event*
+# of its trip (the trip's buffer number: the trip modulo the loop's buffers), a space of its own
+# (``panel_access``), so the sync pass sets the flag after the fill -- with the trip's other loads,
+# one flag -- and waits for it before the read.  Only the fence before a program's first fill keeps
+# an id of its own: MTE1 -> MTE2 ``PANEL_FENCE_EVENT`` (the fill waits for the previous programs'
+# reads of the slots it reuses); the branch that holds a panel's loop reserves it (If), or the
+# whole program when no branch does.
+PANEL_FENCE_EVENT = 7
+
+
+def panel_access(event: int) -> "Access":
+    return Access("panel", event, event + 1)
 
 
 def panel_reserved(events) -> dict:
     """The ids (``If.reserved``) code with panel fills on ``events`` uses (none without fills)."""
-    if not events:
-        return {}
-    return {("MTE2", "MTE1"): {panel_event(e) for e in events}, ("MTE1", "MTE2"): {panel_event(0)}}
+    return {("MTE1", "MTE2"): {PANEL_FENCE_EVENT}} if events else {}
 
 
 @dataclass(frozen=True)

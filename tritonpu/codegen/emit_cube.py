@@ -11,7 +11,8 @@ unit.  Blocks larger than L0A/L0B/L0C are a ``CompilationError`` naming the spac
 """
 from __future__ import annotations
 
-from tritonpu.codegen.asmlist import Access
+from tritonpu.codegen.asmlist import Access, panel_access
+from tritonpu.codegen.homes import const_value
 from tritonpu.codegen.emit_memory import panel_operand
 from tritonpu.codegen.values import Tile, asm_type
 
@@ -78,12 +79,17 @@ class CubeEmitter:
         self._halves = (half_a, half_b)
         a_at, a_rows, a_cols, a_t = self._stage(a_v, tin, "A")
         b_at, b_rows, b_cols, b_t = self._stage(b_v, tin, "B")
-        # an operand in an L1 panel: at its slot register, once its load (on a miss) has landed
+        # an operand in an L1 panel: at its slot register; reading its trip's panel event, so the
+        # sync pass orders the read after the fill (on a miss) like a load's -- not in the version
+        # of a loop that only reads the panel (its miss flag is the constant false): an earlier
+        # program filled those tiles and read each of them itself, after its fill had landed, so
+        # MTE1 reads them again in order
         self._slots = {}
         for role, v in (("l0a", a_v), ("l0b", b_v)):
             if v.owner is not None and v.owner.name == "panel_tile":
-                self._slots[role] = self.scalar(v.owner.operands[0])
-                self.panel_wait(v)
+                tile = v.owner
+                reads = const_value(tile.operands[1]) in (None, True)
+                self._slots[role] = (self.scalar(tile.operands[0]), tile.attrs["event"] if reads else None)
         self._operands = (a_at, a_rows, a_cols, a_t, b_at, b_rows, b_cols, b_t, mt, nt, kt, es, k0, tin)
         acc_h = self.val(acc_v) if acc_v is not None else None
         if isinstance(acc_h, Tile) and acc_h.space == "l0c":
@@ -191,9 +197,11 @@ class CubeEmitter:
         base = getattr(self, "_l0_base", None) or {"l0a": 0, "l0b": 0}
         base = base[space]
         slot = getattr(self, "_slots", {}).get(space)
-        if slot is not None:        # a panel's tile: ordered by the panel's own flags
+        if slot is not None:        # a panel's tile
+            slot, event = slot
             self.emit(f"mov.l1.{space}{suffix} {space}[{base}], {panel_operand(slot, src)}, {nseg}, {seg}, {stride}, "
-                      f"{dst_stride}{extra}", "MTE1", [], [Access(space, base, base + nbytes)])
+                      f"{dst_stride}{extra}", "MTE1", [] if event is None else [panel_access(event)],
+                      [Access(space, base, base + nbytes)])
             return
         self.emit(f"mov.l1.{space}{suffix} {space}[{base}], l1[{src}], {nseg}, {seg}, {stride}, {dst_stride}{extra}",
                   "MTE1", [Access("l1", src, src + (nseg - 1) * stride + seg)], [Access(space, base, base + nbytes)])

@@ -7,8 +7,7 @@ the ``other`` value on the vector unit before the transfer writes the valid part
 """
 from __future__ import annotations
 
-from tritonpu.codegen.asmlist import Access, Guarded, Instr, Loop, While, panel_event
-from tritonpu.codegen.homes import const_value
+from tritonpu.codegen.asmlist import PANEL_FENCE_EVENT, Access, Guarded, Instr, Loop, While, panel_access
 from tritonpu.codegen.values import Imm, Tile, asm_type
 from tritonpu.passes.memory_analysis import ATOMIC_TRANSFER_KINDS, ATOMIC_TRANSFER_TYPES
 
@@ -107,10 +106,11 @@ class MemoryEmitter:
 
     def op_panel_fill(self, op) -> None:
         """On a miss, a tile into slot ``slot`` of the kernel's L1 panel (at L1 address 0, see
-        buffer planning; passes/panel_reuse.py).  The panel's own flags order it, in Guarded code
-        the sync pass does not look into: the first trip's fill waits for MTE1 to finish the
-        previous programs' reads (it reuses their slots), each fill sets MTE2 -> MTE1 for the read
-        of its tile (``panel_wait``), on the event of its trip."""
+        buffer planning; passes/panel_reuse.py): Guarded code that is, to the sync pass, one MTE2
+        instruction writing its trip's panel event (asmlist.panel_access), which the reads of its
+        tile read -- the sync pass orders the two like a load and its reader.  The first trip's
+        fill waits for MTE1 to finish the previous programs' reads (it reuses their slots) on an
+        id of its own."""
         slot, miss = self.scalar(op.operands[0]), self.scalar(op.operands[1])
         ptr, s_row, rows_valid, cols_valid = op.operands[2], op.operands[3], op.operands[5], op.operands[6]
         other = op.operands[7] if len(op.operands) > 7 else None
@@ -123,7 +123,7 @@ class MemoryEmitter:
         valid = "" if self.const(V, cols) else f", valid={self.mul_imm(V, es)}, pad={pad}"
         src_stride = self.mul_imm(self.scalar(s_row), es)
         self.panel_events.add(op.attrs["event"])
-        loc, first = self.op.loc, panel_event(0)
+        loc, first = self.op.loc, PANEL_FENCE_EVENT
         fence = Guarded(f"br.ne {slot}, 0", "S", loc=loc, body=[
             Instr(f"set_flag MTE1, MTE2, {first}", "MTE1", loc=loc),
             Instr(f"wait_flag MTE1, MTE2, {first}", "MTE2", loc=loc)])
@@ -139,22 +139,11 @@ class MemoryEmitter:
                      Instr(f"mov.gm.l1 l1[{at}+0], {ZEROS}[0], {n}, {cols * es}, 0, {cols * es}", "MTE2", loc=loc)]
         body.append(Instr(f"mov.gm.l1.{dtype} {panel_operand(slot, 0)}, {param}[{base}], {R}, {cols * es}, "
                           f"{src_stride}, {cols * es}{valid}", "MTE2", loc=loc))
-        body.append(Instr(f"set_flag MTE2, MTE1, {panel_event(op.attrs['event'])}", "MTE2", loc=loc))
-        self.out.append(Guarded(f"br.eq {miss}, 0", "S", loc=loc, body=body))
+        self.out.append(Guarded(f"br.eq {miss}, 0", "MTE2", writes=(panel_access(op.attrs["event"]),), loc=loc,
+                                group=op.attrs.get("prefetch"), body=body))
 
     def op_panel_tile(self, op) -> None:
         self.out_tile(op.result)            # a view of the panel; its slot is added where it is read
-
-    def panel_wait(self, v) -> None:
-        """Before MTE1 first reads the panel tile ``v``: on a miss, wait for its fill (nothing in
-        the version of a loop that only reads the panel: its miss flag is the constant false)."""
-        tile = v.owner
-        miss = const_value(tile.operands[1])
-        if miss is not None and not miss:
-            return
-        miss = self.scalar(tile.operands[1])
-        self.out.append(Guarded(f"br.eq {miss}, 0", "S", loc=self.op.loc, body=[
-            Instr(f"wait_flag MTE2, MTE1, {panel_event(tile.attrs['event'])}", "MTE1", loc=self.op.loc)]))
 
     def load_2d(self, op, dst, param, base, S, V, pad, dense=False) -> None:
         """A rank-0..2 tile from GM ``param[base]`` (``dense``: into ``dst`` as laid out, never as a

@@ -77,10 +77,6 @@ CMP_PREDICATES = ("lt", "le", "gt", "ge", "eq", "ne")
 REDUCE_KINDS = ("sum", "max", "min", "argmax", "argmin")
 SCAN_KINDS = ("sum", "prod")
 ATOMIC_KINDS = ("add", "max", "min", "xchg", "and", "or", "xor")
-# An L1 panel's fills in flight at once (panel_fill/panel_tile {event}: 0..PANEL_EVENTS-1, each its
-# own flag id; codegen/asmlist.panel_event), so a loop that fills a panel runs at most this many
-# trips ahead
-PANEL_EVENTS = 4
 # Attributes any op may carry that say how to schedule it, not what it computes (equal ops that
 # differ in them are still equal): a prefetched load's trip group (passes/double_buffer.py)
 SCHEDULING_ATTRS = ("prefetch",)
@@ -132,7 +128,7 @@ def _rows() -> list[OpDef]:
                   "where every i_d < valid_d, else other (0 if absent); strides and valids are scalars, one per dim"),
         OpDef("panel_fill", "panel_fill", (5, None), 0, ("slots", "event", "shape"), effects=True, npu_only=True,
               doc="panel_fill(slot, miss, ptr, strides.., valids..[, other]) {slots, event, shape}: on a miss, "
-                  "a load_tile of `shape` into slot `slot` (bytes) of the kernel's L1 panel of `slots` tiles, "
+                  "a load_tile of `shape` into slot `slot` (bytes) of the kernel's L1 panel of `slots` tiles (`event`: its trip modulo the loop's buffers), "
                   "which outlives the program (passes/panel_reuse.py)"),
         OpDef("panel_tile", "panel_tile", (2, 2), 1, ("slots", "event"), effects=True, npu_only=True,
               doc="panel_tile(slot, miss) {slots, event}: the tile in slot `slot` of the L1 panel, filled by "

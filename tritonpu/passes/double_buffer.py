@@ -15,7 +15,7 @@ program's own accesses is touched, and every trip
 computes, reads and writes exactly what it did before.  MTE2 then brings trip i+1 while the vector
 unit and the cube work on trip i and MTE3 drains trip i-1; the sync pass orders the two buffers.
 A loop that only reads and whose trips are shorter than a GM read's latency gets more buffers (up
-to ``MAX_STAGES``; ``PANEL_EVENTS`` while it fills an L1 panel; an even number when it computes a
+to ``MAX_STAGES``; an even number when it computes a
 dot; ``SHORT_STAGES`` at most when the launch's arguments give it fewer trips, a guard), its loads
 running that many trips minus one ahead; with more than two, each trip's prefetched loads carry one ``{prefetch = N}``
 group, which the sync pass orders for their readers with one flag.
@@ -30,7 +30,6 @@ import math
 from tritonpu.errors import CompilationError
 from tritonpu.ir import Function, Op, Region, Value
 from tritonpu.ir import types as T
-from tritonpu.ir.ops import PANEL_EVENTS
 from tritonpu.passes.manager import Pass, register
 from tritonpu.passes.rewrite import (LoopView, clone, clone_op, load_extents, positive_step, replace_all_uses,
                                      trip_count, trip_work, written_by)
@@ -70,8 +69,6 @@ class DoubleBuffer(Pass):
         reason = ""
         most = stages_for(lp, loads, fills)
         filling = any(o.name == "panel_fill" for o in lp.body.ops)
-        if filling:                 # each fill in flight holds a flag of the panel's own
-            most = min(most, PANEL_EVENTS)
         if most > SHORT_STAGES and self._short(fn, op, most):
             most = SHORT_STAGES
         if isinstance(fn.attrs.get("pipeline_stages"), int):      # a cap the IR text can set
@@ -149,6 +146,8 @@ class DoubleBuffer(Pass):
                     # a trip that does not exist has no slot: nothing is filled
                     n.operands[1] = mk("and", [ok, n.operands[1]], T.i1, into)
                     n.attrs["event"] = event
+                    if stages > 2:
+                        n.attrs["prefetch"] = group
                     into.append(n)
                     continue
                 # a trip that does not exist reads nothing: its last valid extent is 0; the others
