@@ -320,6 +320,32 @@ def test_a_dot_larger_than_half_of_l0b_alternates_the_halves():
 
 
 @tritonpu.jit
+def _four_dots(a_ptr, b_ptr, c_ptr, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr):
+    rm, rn, rk = tl.arange(0, M), tl.arange(0, N), tl.arange(0, K)
+    acc = tl.zeros((M, N), dtype=tl.float32)
+    for k in tl.static_range(4):
+        a = tl.load(a_ptr + rm[:, None] * (4 * K) + (k * K + rk)[None, :])
+        b = tl.load(b_ptr + (k * K + rk)[:, None] * N + rn[None, :])
+        acc = tl.dot(a, b, acc)
+    tl.store(c_ptr + rm[:, None] * N + rn[None, :], acc)
+
+
+def test_small_l0_tiles_take_turns_over_four_slots():
+    # four products of 64 x 64 (8 KiB of L0A) by 64 x 32 (4 KiB of L0B) fp16: four fit each, so
+    # consecutive products use four slots in turn and MTE1 runs up to three products ahead
+    M, N, K = 64, 32, 64
+    rng = np.random.default_rng(4)
+    a = rng.standard_normal((M, 4 * K)).astype(np.float16)
+    b = rng.standard_normal((4 * K, N)).astype(np.float16)
+    c = np.zeros((M, N), np.float32)
+    h = _four_dots[(1,)](a, b, c, M=M, N=N, K=K)
+    np.testing.assert_allclose(c, a.astype(np.float32) @ b.astype(np.float32), rtol=1e-3, atol=1e-2)
+    isa = h.asm["isa"]
+    assert re.findall(r"mmad\S* l0c\[\d+\], l0a\[(\d+)\], l0b\[(\d+)\], \d+, [1-9]", isa) == \
+        [("0", "0"), ("16384", "16384"), ("32768", "32768"), ("49152", "49152")], isa
+
+
+@tritonpu.jit
 def _mm_skipped(a_ptr, b_ptr, c_ptr, K, MLIM, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
     pid = tl.program_id(0)
     rm = pid * BM + tl.arange(0, BM)

@@ -17,6 +17,8 @@ from tritonpu.codegen.emit_memory import panel_operand
 from tritonpu.codegen.values import Tile, asm_type
 
 _K0_BYTES = 32
+# L0A/L0B slots consecutive products take turns over, at most (two when their tiles fill half)
+L0_SLOTS = 4
 _DRAIN_BYTES = 4096        # UB per chunk of an accumulator FIX drains to be added on the vector unit
 
 
@@ -73,10 +75,14 @@ class CubeEmitter:
             self.fail(f"tl.dot of {M}x{K} by {K}x{N} {tin} needs {M * np_ * 4} bytes of L0C for its result but it "
                       f"holds {self.m.capacity['l0c']}; use smaller blocks")
         # L0 tiles that fit half of L0A and of L0B: consecutive products (of one dot and the next)
-        # use alternate halves, so MTE1 fills one half while the cube reads the other
-        half_a, half_b = self.m.capacity["l0a"] // 2, self.m.capacity["l0b"] // 2
-        mt, nt, kt = self._l0_tiles(M, N, K, es, k0, half_a, half_b)
-        self._halves = (half_a, half_b)
+        # take turns over as many equal slots of L0A and L0B as the tiles fit (two to L0_SLOTS),
+        # so MTE1 fills the next ones while the cube reads one
+        cap_a, cap_b = self.m.capacity["l0a"], self.m.capacity["l0b"]
+        mt, nt, kt = self._l0_tiles(M, N, K, es, k0, cap_a // 2, cap_b // 2)
+        kp = _ceil_to(kt, k0)
+        n = max(2, min(L0_SLOTS, cap_a // (mt * kp * es), cap_b // (kp * _ceil_to(nt, 16) * es)))
+        align = self.m.align["l0a"]
+        self._l0_slots = (n, cap_a // n // align * align, cap_b // n // align * align)
         a_at, a_rows, a_cols, a_t = self._stage(a_v, tin, "A")
         b_at, b_rows, b_cols, b_t = self._stage(b_v, tin, "B")
         # an operand in an L1 panel: at its slot register; reading its trip's panel event, so the
@@ -172,9 +178,10 @@ class CubeEmitter:
                 for kk0 in range(0, max(K, 1), max(kt, 1)):
                     kk = min(kt, K - kk0)
                     kp, npp = _ceil_to(kk, k0), _ceil_to(nn, 16)
-                    self._dot_parity = 1 - getattr(self, "_dot_parity", 1)
-                    half_a, half_b = self._halves
-                    self._l0_base = {"l0a": self._dot_parity * half_a, "l0b": self._dot_parity * half_b}
+                    self._l0_turn = getattr(self, "_l0_turn", -1) + 1
+                    n, slot_a, slot_b = self._l0_slots
+                    k = self._l0_turn % n
+                    self._l0_base = {"l0a": k * slot_a, "l0b": k * slot_b}
                     # A[m0:m0+mm, kk0:kk0+kk] -> L0A (rows kp apart)
                     if a_t:   # stored K x M
                         src, nseg, seg, stride = a_at + (kk0 * a_cols + m0) * es, kk, mm * es, a_cols * es
