@@ -55,7 +55,9 @@ COST_RULES = {
                 "The latency is pipelined: the pipe is busy only for the rest (the beats, at "
                 "least 1 cycle) and takes its next instruction then, while the data lands "
                 "latency cycles later (a single transfer still completes after the whole cost; "
-                "back-to-back transfers on one pipe overlap their latencies).",
+                "back-to-back transfers on one pipe overlap their latencies).  A transfer that reads "
+                "no GM byte (no segments, or valid= 0: only pad is written) takes 1 cycle and has "
+                "no latency.",
     "gather": "as transfer, one segment per row (masked-off rows move nothing); it reads its "
               "indices (and mask) at its start, so it starts no earlier than the transfers of "
               "its own pipe that write them have landed.",

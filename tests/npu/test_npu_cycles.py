@@ -150,6 +150,25 @@ def test_cold_64k_gm_to_ub_costs_200_plus_2048():
     COST_COVERED.update(["mov.gm.ub"])
 
 
+def test_a_transfer_that_reads_no_gm_byte_has_no_latency():
+    """valid=0 (only pad is written) or no segments: 1 cycle, nothing lands later -- a flag set
+    after it fires at once; a real read still lands 200 cycles after its beats."""
+    x = np.zeros(1024, np.float32)
+    for move in ("mov.gm.ub.f32 ub[0], x[0], 4, 256, 256, 256, valid=0, pad=0.0",
+                 "mov.gm.ub ub[0], x[0], 0, 256, 256, 256",
+                 "gather.gm.ub ub[0], x[0], ub[4096], 0, 256, 256, 256"):
+        text = f".param x gm f32\n    {move}\n    set_flag MTE2, V, 0\n    wait_flag MTE2, V, 0\n" \
+               "    vadds.f32 ub[0], ub[0], 1.0, 64\n"
+        ev, st = durations(text, dict(x=x))
+        assert [(mn, start, d) for mn, _, start, d in ev] == [
+            (move.split()[0], 0, 1), ("set_flag", 1, 1), ("wait_flag", 2, 1), ("vadds.f32", 3, 1)], ev
+        assert st.cycles == 4
+    ev, st = durations(".param x gm f32\n    mov.gm.ub.f32 ub[0], x[0], 4, 256, 256, 256, valid=32, pad=0.0\n"
+                       "    set_flag MTE2, V, 0\n    wait_flag MTE2, V, 0\n    vadds.f32 ub[0], ub[0], 1.0, 64\n",
+                       dict(x=x))
+    assert [(start, d) for _, _, start, d in ev] == [(0, 3), (3, 1), (203, 1), (204, 1)]   # lands at 3 + 200
+
+
 def test_l2_lines_segments_and_misalignment():
     x = np.zeros(8192, np.uint8)
     text = """.param x gm u8

@@ -127,7 +127,7 @@ def _xfer(st, inst, prog):
             check_whole(inst, nseg=nseg, seg_bytes=seg, src_stride=ss, dst_stride=ds, source_address=sa,
                         destination_address=da)
         if nseg <= 0 or seg <= 0:
-            tick(pipe, m.paths[path].latency or 1, inst, m.paths[path].latency)
+            tick(pipe, 1, inst)     # nothing moves: nothing lands later
             return
         _bounded(nseg * seg, sbuf.size, dbuf.size, inst, f"the transfer moves {nseg} segments of {seg} bytes")
         rl = seg
@@ -207,7 +207,7 @@ def _xfer(st, inst, prog):
                 _view(dbuf, dt, (nseg, (seg - rl) // eb), da + rl, (ds, eb))[...] = pv
         # ---- cost ----
         if sgm:
-            if rl <= 0:
+            if rl <= 0:                 # no GM byte read: the pad is written on chip, no GM latency
                 cold = warm = 0
             elif nseg == 1:
                 cold, warm = cycles.l2_read_range(gm_seen[sname], sa, sa + rl, beat, lpl)
@@ -241,8 +241,9 @@ def _xfer(st, inst, prog):
         else:
             cost = cycles.onchip_transfer(m, path, nseg, dl)
             st.add_bytes(path, nseg * dl)
-        start = tick(pipe, cost, inst, lat)
-        if lat and not dgm:
+        late = 0 if sgm and rl <= 0 else lat   # no GM byte read: the pad is written on chip
+        start = tick(pipe, cost if late else max(cost - lat, 1), inst, late)
+        if late and not dgm:
             st.landed(pipe, start, dname, da, d_hi, start + cost)
     return run
 
@@ -291,7 +292,7 @@ def _gather(st, inst, prog):
         if n > 0 and rb > 0:
             _bounded(n * rb, gbuf.size, ubuf.size, inst, f"the gather moves {n} rows of {rb} bytes")
         if n <= 0 or rb <= 0:
-            tick(pipe, m.paths[path].latency or 1, inst, m.paths[path].latency)
+            tick(pipe, 1, inst)     # nothing moves: nothing lands later
             return
         if st.inflight[pipe]:                   # indices/mask written by this pipe still in flight?
             ia = g_ia()
@@ -384,7 +385,7 @@ def _gather_segments(st, inst, gname, umem, g_g, g_u, g_n, g_rb, g_rs, g_us, gid
         if n > 0 and rb > 0 and nseg > 0:
             _bounded(n * nseg * rb, gbuf.size, ubuf.size, inst, f"the gather moves {n} x {nseg} segments of {rb} bytes")
         if n <= 0 or rb <= 0 or nseg <= 0:
-            tick(pipe, m.paths[path].latency or 1, inst, m.paths[path].latency)
+            tick(pipe, 1, inst)     # nothing moves: nothing lands later
             return
         if sst < 0 or dss < 0:
             raise LaunchError("negative gather segment stride", inst=inst)
@@ -432,7 +433,7 @@ def _gather_segments(st, inst, gname, umem, g_g, g_u, g_n, g_rb, g_rs, g_us, gid
         if st.gm_races is not None:
             st.gm_races.access(st, gname, False, PLAIN, inst, starts=flat, length=rb)
         if rb == 0 or flat.size == 0:
-            tick(pipe, cycles.read_transfer(m, path, 0, 0), inst, m.paths[path].latency)
+            tick(pipe, 1, inst)     # nothing moves: nothing lands later
             return
         gran, beats, segs = cycles.granules(flat, rb, m.beat_bytes)
         cold, warm = cycles.l2_read(gm_seen[gname], gran, segs, lpl)
