@@ -22,7 +22,10 @@ Q is not yet ordered after.  Issuing an instruction on P makes its records unord
 other pipe; a wait on Q for a flag set by P at point X removes from ``unord[Q]`` what P was
 ordered after at X plus P's own records up to X (minus records re-issued since X); a wait on S
 removes them for every pipe.  States join by union at ``If`` merges and at loop heads; loop heads
-are iterated to a fixed point before the final pass inserts the syncs.
+are iterated to a fixed point before the final pass inserts the syncs.  A loop exits from its
+head; the drain after it of each loop-carried pair (the wait on Q for a flag P set in the last
+trip, or before the loop when there was none) removes from ``unord[Q]`` the records P was ordered
+after at both of those sets.
 
 Placement.  A needed pair P -> Q goes ``set_flag`` right after the last conflicting P instruction
 when that instruction is earlier in the same straight-line block (so P work issued later does not
@@ -136,6 +139,9 @@ class _Pass:
         self.carried: dict = {}      # id(Loop) -> {(src, dst, ev)} to pre-set before / drain after it
         self.active: list = []       # ids of the Loops around the code being placed, outermost first
         self.outer: dict = {}        # id(Loop) -> ids of the Loops around it
+        # id(Loop) -> [(src, dst, keys src is ordered after where the carried set_flag sits)], from
+        # the last run of its body: what the drain after the loop orders dst after
+        self.carried_known: dict = {}
 
     # ---- structure ------------------------------------------------------------------------------
     def block(self, nodes: list, st: _State, emit: bool, loop: Loop | None = None) -> _State:
@@ -153,6 +159,8 @@ class _Pass:
                             break
                         run.append(m)
                     seg = _Segment(self, st, run if loop is not None else None, loop, body_ids, run)
+                    if loop is not None:        # what a trip runs after this run
+                        seg.later = {id(x) for x in walk(nodes[j + len(run):])}
                 seg.instr(n)
                 continue
             if seg is not None:
@@ -197,13 +205,26 @@ class _Pass:
         ctx = n if n.carry_flags else None
         self.outer[id(n)] = tuple(self.active)
         self.active.append(id(n))
+
+        def body(s, em=False):
+            self.carried_known[id(n)] = []
+            return self.block(n.body, s.copy(), em, ctx)
         try:
-            head = self._fixpoint(entry, lambda s: self.block(n.body, s.copy(), False, ctx))
+            head = self._fixpoint(entry, body)
             if emit:
-                self.block(n.body, head.copy(), True, ctx)
+                body(head, True)
         finally:
             self.active.pop()
-        return head                                 # exit at the head: after 0 or more trips
+        # exit at the head: after 0 or more trips.  The drains after the loop (``wait_flag`` on
+        # dst of each loop-carried pair) order dst after what src was ordered after at the pair's
+        # set_flag: in the last trip (after one or more trips), before the loop (after none, the
+        # set before it) -- so after the records known at both
+        out = head.copy()
+        body_ids = {id(i) for i in walk(n.body)}
+        for src, dst, known in self.carried_known.get(id(n), ()):
+            before = entry.known(src)
+            out.cover(dst, {k for k in known if k[0] in body_ids or k in before})
+        return out
 
     def held(self, src: str, dst: str, loop_id=None) -> set:
         """Event ids of (src, dst) that loop-carried pairs keep pending here: those of the loops
@@ -256,6 +277,7 @@ class _Segment:
         self.carried_sets: dict = {}                # position -> loop-carried set_flags after it
         self.busy: dict = {}                        # (src, dst) -> [(event, start, end)]
         self.tick = 0
+        self.later: set = set()                     # ids of the body's instructions after this run
 
     def _pos(self, i, side):
         self.tick += 1
@@ -380,6 +402,13 @@ class _Segment:
     def flush(self, emit: bool) -> list:
         out = []
         for j, (ins, b, a) in enumerate(zip(self.instrs, self.before, self.after)):
+            if self.carried_sets.get(self.base + j):
+                # what src is ordered after at the set, less what the last trip issues after it
+                after = {id(x) for x in self.whole[j + 1:]} | self.later
+                known = frozenset(k for k in self.known[j] if k[0] not in after)
+            for c in self.carried_sets.get(self.base + j, ()):
+                src, dst = (x.strip() for x in c.text[len("set_flag"):].split(",")[:2])
+                self.p.carried_known.setdefault(id(self.loop), []).append((src, dst, known))
             a = a + self.carried_sets.get(self.base + j, [])
             out += b + [ins] + a
             if emit:
