@@ -116,3 +116,30 @@ def test_e2e_the_masked_k_loop_is_exact_and_compiles_again_for_a_k_with_a_tail()
     c2 = np.empty((32, 32), np.float32)
     _kloop[(1,)](a, b, c2, K, BM=32, BN=32, BK=32, disable_passes=("trip-extents",))
     assert c2.tobytes() == c.tobytes()
+
+
+@tritonpu.jit
+def _min64(out, A, B):
+    for k in range(0, 4):
+        tl.store(out + k, tl.minimum(A - k * 16, B))
+
+
+@tritonpu.jit
+def _mask64(x, y, N, L, B: tl.constexpr):
+    o = tl.arange(0, B)
+    for k in range(0, 4):
+        m = o < tl.minimum(N - k * B, L)
+        tl.store(y + k * B + o, tl.load(x + k * B + o, mask=m, other=0), mask=m)
+
+
+def test_64_bit_operands_are_left_alone():
+    """A - k*16 and B are int64 here: x - y overflows int64 (a 64-bit check could not see it
+    wrap), so the pass keeps the minimum; before, it picked B on every trip."""
+    o = np.zeros(4, np.int64)
+    A, B = -2 ** 63 + 100, 2 ** 62
+    _min64[(1,)](o, np.int64(A), np.int64(B))
+    assert o.tolist() == [A - 16 * k for k in range(4)]
+    x, y = np.arange(1, 65, dtype=np.int32), np.zeros(64, np.int32)
+    _mask64[(1,)](x, y, np.int64(A), np.int64(B), B=16)
+    assert not y.any()
+

@@ -5,8 +5,9 @@ Guarantees: in a ``for`` loop with a positive constant step, a scalar signed-int
 ``minimum(x, y)`` or ``maximum(x, y)`` in the body (also under its ``if``s, not in a nested loop)
 whose operands are *affine in the induction variable* k -- computed from k, constants and values
 defined outside the loop by ``add``, ``sub``, ``mul`` by a constant and widening integer ``cast`` --
-is replaced by the operand it picks on every trip, when the launch's scalar arguments decide that
-it does (:func:`specialize.decide`: a guard is recorded, as Triton specializes on argument values;
+is replaced by the operand it picks on every trip (the values and arithmetic of the chains 32-bit
+at most, their coefficients bounded, so that the check below in 64 bits is exact), when the
+launch's scalar arguments decide that it does (:func:`specialize.decide`: a guard is recorded, as Triton specializes on argument values;
 without them nothing changes).  The check is exact: x - y is evaluated in 64-bit at the first and
 the last trip (it is monotone in k in between), and so is every narrower value the two chains
 compute (in its type's range at both ends, it wraps on no trip).  The loop must run at least once.
@@ -44,6 +45,16 @@ class _Affine:
         return _Affine(self.c + other.c, self.k + other.k, terms)
 
 
+# Bounds on a form's coefficients, so that evaluating it in 64 bits is exact: its terms are 32-bit
+# values, at most _MAX_TERMS of them, each times at most _BIG_COEF, plus a constant under _BIG_CONST
+_BIG_COEF, _BIG_CONST, _MAX_TERMS = 1 << 24, 1 << 40, 8
+
+
+def _small(f: "_Affine") -> bool:
+    return abs(f.c) < _BIG_CONST and abs(f.k) < _BIG_COEF and len(f.terms) <= _MAX_TERMS and \
+        all(abs(a) < _BIG_COEF for _, a in f.terms.values())
+
+
 def _signed_int(ty) -> bool:
     s = ty.scalar
     return not ty.is_block and s.is_int and not s.is_bool and s.is_signed
@@ -63,6 +74,8 @@ class TripExtents(Pass):
         if not isinstance(s, int) or isinstance(s, bool) or s <= 0:
             return
         body = loop.regions[0]
+        if not _signed_int(body.args[0].type) or body.args[0].type.scalar.bits > 32:
+            return
         ops = list(_body_ops(body.ops))
         defs = {id(r): o for o in ops for r in o.results}
         decided: dict = {}          # the conditions asked already (the versions of one mask): answers
@@ -74,6 +87,8 @@ class TripExtents(Pass):
             if x is None or y is None:
                 continue
             diff = x.plus(y.scaled(-1))
+            if not _small(diff):
+                continue
             # minimum picks y where x - y >= 0 on every trip, x where it is <= 0; maximum the other
             for sign, keep in ((1, 1), (-1, 0)):
                 if op.name == "maximum":
@@ -94,19 +109,21 @@ class TripExtents(Pass):
             return _Affine(k=1)
         o = defs.get(id(v))
         if o is None:
-            if any(v is a for a in body.args) or not _signed_int(v.type):
-                return None                         # a carried value, or not a signed integer
+            if any(v is a for a in body.args) or not _signed_int(v.type) or v.type.scalar.bits > 32:
+                return None             # a carried value, not a signed integer, or a 64-bit one
             return _Affine(terms={id(v): (v, 1)})
         if not _signed_int(o.result.type):
             return None
         if o.name == "constant":
             c = o.attrs["value"]
-            return _Affine(c) if isinstance(c, int) and not isinstance(c, bool) else None
+            return _Affine(c) if isinstance(c, int) and not isinstance(c, bool) and abs(c) < _BIG_CONST else None
         if o.name == "cast":
             src = o.operands[0]
             if not _signed_int(src.type) or src.type.scalar.bits > o.result.type.scalar.bits:
                 return None
             return self._form(src, body, defs, checks)
+        if o.result.type.scalar.bits > 32:
+            return None                 # 64-bit arithmetic: checked in 64 bits, it could wrap unseen
         if o.name in ("add", "sub"):
             a, b = (self._form(w, body, defs, checks) for w in o.operands)
             if a is None or b is None:
@@ -123,8 +140,9 @@ class TripExtents(Pass):
             out = a.scaled(consts[k])
         else:
             return None
-        if o.result.type.scalar.bits < 64:
-            checks.append((out, o.result.type.scalar.bits))
+        if not _small(out):
+            return None
+        checks.append((out, o.result.type.scalar.bits))
         return out
 
     @staticmethod
