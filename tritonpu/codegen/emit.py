@@ -438,8 +438,8 @@ class Emitter(ScalarEmitter, VectorEmitter, MemoryEmitter, CubeEmitter):
                 self._check_params(op.regions[0].ops[-1].operands, region.ops[-1].operands)
             self.parallel_copy(homes, region.ops[-1].operands)
         test = [Instr(f"br.eq {cond}, 0, {{target}}", "S", loc=op.loc)]
-        # the branch that runs an L1 panel's loop (passes/panel_reuse.py) keeps the ids of the
-        # panel's own flags from the sync pass (not the branches around it: only there are they used)
+        # the branch that runs an L1 panel's loop (passes/panel_reuse.py) keeps the id of the
+        # panel's fence from the sync pass (not the branches around it: only there is it used)
         outer, self.panel_events = self.panel_events, set()
         then = self.nested(branch, op.regions[0])
         reserved, self.panel_events = panel_reserved(self.panel_events), set()

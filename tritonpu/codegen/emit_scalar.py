@@ -1,8 +1,8 @@
 """Scalar-unit emission: ops on values that live in scalar registers.
 
 Registers hold 64-bit integers or float64; an integer operation on a narrower type wraps its
-result to the IR type itself (``add.i32``), after a float one a ``cvt.T`` rounds it, so scalar code computes exactly what the reference
-evaluator computes.  Operations the scalar unit has no instruction for (``sin``, ``erf``, float
+result to the IR type itself (``add.i32``), after a float one a ``cvt.T`` rounds it, so scalar
+code computes exactly what the reference evaluator computes.  Operations the scalar unit has no instruction for (``sin``, ``erf``, float
 ``rem``...) run on the vector unit as one-element tiles and are read back with ``sld``.
 """
 from __future__ import annotations
@@ -41,8 +41,8 @@ class ScalarEmitter:
             self.emit(f"cmp.ne {r}, {r}, 0", "S")
         elif _wraps(ty):
             last = self.out[-1] if self.out else None
-            mn, _, rest = last.text.partition(" ") if isinstance(last, Instr) else ("", "", "")
-            if s.is_int and mn in _TYPED_INT and rest.startswith(f"{r},") and type(last) is Instr:
+            mn, _, rest = last.text.partition(" ") if type(last) is Instr else ("", "", "")
+            if s.is_int and mn in _TYPED_INT and rest.startswith(f"{r},"):
                 last.text = f"{mn}.{asm_type(ty)} {rest}"
                 return
             self.emit(f"cvt.{asm_type(ty)} {r}, {r}", "S")

@@ -206,8 +206,9 @@ def _xfer(st, inst, prog):
                 pv = pad if g_pad is None else np_scalar(g_pad(), dt)
                 _view(dbuf, dt, (nseg, (seg - rl) // eb), da + rl, (ds, eb))[...] = pv
         # ---- cost ----
+        late = lat
         if sgm:
-            if rl <= 0:                 # no GM byte read: the pad is written on chip, no GM latency
+            if rl <= 0:
                 cold = warm = 0
             elif nseg == 1:
                 cold, warm = cycles.l2_read_range(gm_seen[sname], sa, sa + rl, beat, lpl)
@@ -223,6 +224,8 @@ def _xfer(st, inst, prog):
                     st.gm_races.access(st, sname, False, PLAIN, inst, sa, length=rl, nseg=nseg, stride=ss)
             cost = cycles.read_transfer(m, path, cold, warm)
             st.add_bytes(path, nseg * rl, (cold, warm))
+            if rl <= 0:                 # no GM byte read: the pad is written on chip, no GM latency
+                cost, late = 1, 0
         elif dgm:
             if nseg == 1:
                 beats = (da + dl - 1) // beat - da // beat + 1
@@ -241,8 +244,7 @@ def _xfer(st, inst, prog):
         else:
             cost = cycles.onchip_transfer(m, path, nseg, dl)
             st.add_bytes(path, nseg * dl)
-        late = 0 if sgm and rl <= 0 else lat   # no GM byte read: the pad is written on chip
-        start = tick(pipe, cost if late else max(cost - lat, 1), inst, late)
+        start = tick(pipe, cost, inst, late)
         if late and not dgm:
             st.landed(pipe, start, dname, da, d_hi, start + cost)
     return run

@@ -130,7 +130,8 @@ class DoubleBuffer(Pass):
         def load_at(iv, scal, ok, into, event):
             """Clone the candidate loads and panel fills at trip ``iv`` with the carried scalars
             ``scal`` (id of a carried scalar -> its value at that trip); their first valid extent is
-            0 unless ``ok``, a fill fills nothing unless ``ok`` (and sets its flag on ``event``)."""
+            0 unless ``ok``, a fill fills nothing unless ``ok`` (``event``: its trip's buffer, the
+            panel event it writes)."""
             m = {id(lp.iv): iv, **scal}
             group = self.groups = self.groups + 1
             ids = {id(ld) for ld in loads + fills}
