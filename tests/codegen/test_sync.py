@@ -309,6 +309,32 @@ def test_a_drain_orders_only_what_precedes_its_set_in_the_last_trip():
     np.testing.assert_array_equal(y, x + 1)
 
 
+def test_the_first_trips_flags_are_set_right_after_the_loads_before_the_loop():
+    """A loop-carried pair whose first-trip producer is in the run right before the loop (a
+    pipelined loop's prologue) sets its flag right after that producer, not before the loop: the
+    first trip's reader of ub[0] does not wait for the load into ub[4096] issued after it."""
+    def build():
+        return [load(0, off=0), load(4096, off=4096),
+                loop("s0", 4, [S("mul s1, s0, 4096"), vadds(8192, 0), vadds(12288, 4096), store(8192, off="s1"),
+                               load(0, off="s1"), load(4096, off="s1")])]
+    nodes = build()
+    synced(nodes)
+    lines = body_lines(nodes)
+    assert lines[:lines.index("for s0, 0, 4, 1")] == [
+        "mov.gm.ub ub[0], x[0], 1, 4096, 0, 0",
+        "set_flag MTE2, V, 7",
+        "mov.gm.ub ub[4096], x[4096], 1, 4096, 0, 0",
+        "set_flag MTE2, V, 6",
+        "set_flag MTE3, V, 7",
+    ], lines
+    assert lines[-3:] == ["wait_flag MTE2, V, 6", "wait_flag MTE2, V, 7", "wait_flag MTE3, V, 7"]
+    x, y = run(nodes)
+    # trip k adds 1 to what the trip before loaded (the prologue: x[0:1024]) from x[(k-1)*1024:]
+    np.testing.assert_array_equal(y[:1024], x[:1024] + 1)
+    np.testing.assert_array_equal(y[1024:4096], x[:3072] + 1)
+    assert_races(build)
+
+
 def test_loops_one_after_another_share_their_carried_event_ids():
     # a loop-carried pair is pending from before its loop to after it: the next loop may use the
     # same id, so a kernel with many loops (versions of one K loop) does not run out of ids and

@@ -880,6 +880,33 @@ def test_a_k_loop_of_short_trips_gets_buffers_for_the_trips_it_has(K, buffers):
         assert loop.count("set_flag MTE2, MTE1") == 6 and loop.count("mov.gm.l1") == 12, loop
 
 
+def test_a_k_loop_of_very_short_trips_issues_its_loads_two_trips_at_a_time():
+    """16x32x32 fp16 tiles (2 KiB a trip, ~19 cycles at the L2 rate) ask for twelve buffers: more
+    than the eight event ids a pipe pair has, so the loads go two trips at a time under one flag
+    (the trip the pass consumes itself and the last one alone): 12 / 2 + 1 flags a pass.  Before the
+    loop, each pair's flag is set right after its loads, so the first trip waits for its own tiles,
+    not for the eleven trips loaded ahead.  Results are bitwise those without double buffering."""
+    K = 1024
+    rng = np.random.default_rng(K)
+    a = (rng.random((32, K)) - 0.5).astype(np.float16)
+    b = (rng.random((K, 32)) - 0.5).astype(np.float16)
+    c = np.zeros((32, 32), np.float32)
+    h = _k_loop_dot[(2,)](a, b, c, K, N=32, BM=16, BN=32, BK=32, disable_passes=("panel-reuse",))
+    assert re.findall(r'double_buffer = "on: (\d+) buffers"', h.asm["double-buffer"]) == ["12"]
+    loop = _inner_loop(h.asm["isa"])
+    assert loop.count("set_flag MTE2, MTE1") == 7 and loop.count("mov.gm.l1") == 24, loop
+    lines = h.asm["isa"].splitlines()
+    loops = [i for i, ln in enumerate(lines) if ln.strip().startswith("for ")]      # the program loop, the K loop
+    head = [ln.strip().split(" loc(")[0] for ln in lines[loops[0] + 1:loops[-1]]]
+    kinds = ["L" if ln.startswith("mov.gm.l1") else "F" for ln in head
+             if ln.startswith("mov.gm.l1") or ln.startswith("set_flag MTE2, MTE1")]
+    assert "".join(kinds) == "LLLLF" * 5 + "LLF", kinds     # A and B of two trips, then their flag
+    c0 = np.zeros_like(c)
+    _k_loop_dot[(2,)](a, b, c0, K, N=32, BM=16, BN=32, BK=32, disable_passes=("panel-reuse",), double_buffer=False)
+    assert c.tobytes() == c0.tobytes()
+    np.testing.assert_allclose(c, a.astype(np.float32) @ b.astype(np.float32), atol=1e-3, rtol=1e-3)
+
+
 def _inner_loop(isa: str) -> str:
     """The text of the innermost (last-opened) ``for`` loop with the most instructions."""
     lines, best, stack = isa.splitlines(), "", []

@@ -142,6 +142,10 @@ class _Pass:
         # id(Loop) -> [(src, dst, keys src is ordered after where the carried set_flag sits)], from
         # the last run of its body: what the drain after the loop orders dst after
         self.carried_known: dict = {}
+        self.entry: dict = {}        # id(Loop) -> the _Segment right before it in its block (or None)
+        # (id(Loop), src, dst, ev) -> position in the entry segment after which the pair's first
+        # set_flag goes (instead of right before the loop)
+        self.early: dict = {}
 
     # ---- structure ------------------------------------------------------------------------------
     def block(self, nodes: list, st: _State, emit: bool, loop: Loop | None = None) -> _State:
@@ -163,15 +167,23 @@ class _Pass:
                         seg.later = {id(x) for x in walk(nodes[j + len(run):])}
                 seg.instr(n)
                 continue
+            entry = seg
             if seg is not None:
+                start = len(out)
                 out += seg.flush(emit)
                 seg = None
             if isinstance(n, Loop):
+                self.entry[id(n)] = entry
                 st = self.loop(n, st, emit)
                 pairs = sorted(self.carried.get(id(n), ()))
-                # the first trip's waits find their flags set before the loop; the last trip's
-                # flags are consumed after it
-                out += [Instr(f"set_flag {a}, {b}, {e}", a) for a, b, e in pairs]
+                # the first trip's waits find their flags set before the loop (right after the
+                # loads they wait for, when those are just before it); the last trip's flags are
+                # consumed after it
+                early = {pr: self.early.get((id(n),) + pr) for pr in pairs}
+                for at, (a, b, e) in sorted(((entry.out_pos[at], pr) for pr, at in early.items() if at is not None),
+                                            reverse=True):
+                    out.insert(start + at, Instr(f"set_flag {a}, {b}, {e}", a))
+                out += [Instr(f"set_flag {a}, {b}, {e}", a) for a, b, e in pairs if early[(a, b, e)] is None]
                 out.append(n)
                 out += [Instr(f"wait_flag {a}, {b}, {e}", b) for a, b, e in pairs]
                 continue
@@ -336,7 +348,33 @@ class _Segment:
         keys = {key for key in self.st.known(src) | need
                 if self.st.recs[key].pipe == src and
                 ((key[0] in self.pos_of and base < self.pos_of[key[0]] <= kk) or key[0] not in self.body_ids)}
+        early = self._early(src, dst, ev, need)
+        if early is not None:       # the first trip's set goes after entry position `early`
+            entry = self.p.entry[id(self.loop)]
+            keys = {key for key in keys if entry.issued.get(key, -1) <= early}
         return src, ("carried", kk), ev, keys
+
+    def _early(self, src: str, dst: str, ev: int, need: set):
+        """Where in the straight-line run right before the loop the first ``set_flag`` of the
+        loop-carried pair ``(src, dst, ev)`` can go for a consumer that needs ``need``: right after
+        the last of those records issued in that run (and the rest of its prefetch group), when
+        no flag ``(src, dst, ev)`` of the run is pending there -- so the first trip waits for the
+        loads it reads, not for every load issued before the loop.  None: right before the loop."""
+        entry = self.p.entry.get(id(self.loop))
+        if entry is None:
+            return None
+        mine = [entry.issued[k] for k in need if self.st.recs[k].pipe == src and k in entry.issued]
+        if not mine:
+            return None
+        key = (id(self.loop), src, dst, ev)
+        if key in self.p.early and self.p.early[key] is None:
+            return None
+        # the set only moves later as consumers are seen (what earlier claims took stays true)
+        at = max(entry._group_end(src, dst, max(mine)), self.p.early.get(key, -1))
+        if any(e == ev and end[0] >= at for e, _, end in entry.busy.get((src, dst), ())):
+            at = None           # for good: right before the loop, which covers every claim
+        self.p.early[key] = at
+        return at
 
     def _extend(self, src: str, dst: str, k: int, limit: int) -> int:
         """Where a flag ``src -> dst`` set after run position ``k`` for a consumer at ``limit`` (or
@@ -358,6 +396,18 @@ class _Segment:
             if x.pipe == src and x.group == group:
                 last = j
         return k
+
+    def _group_end(self, src: str, dst: str, k: int) -> int:
+        """The last instruction of ``k``'s prefetch group before the next ``dst`` instruction (the
+        flag set there covers what the loop body's flag for the same trip covers)."""
+        last = k
+        for j in range(k + 1, len(self.whole)):
+            x = self.whole[j]
+            if x.pipe == dst or self.whole[k].group is None:
+                break
+            if x.pipe == src and x.group == self.whole[k].group:
+                last = j
+        return last
 
     def _carried_event(self, src, dst, kk):
         ids = self.p.reserved.setdefault((src, dst), {})
@@ -401,6 +451,7 @@ class _Segment:
 
     def flush(self, emit: bool) -> list:
         out = []
+        self.out_pos = []                           # per instruction: its end in the list returned
         for j, (ins, b, a) in enumerate(zip(self.instrs, self.before, self.after)):
             if self.carried_sets.get(self.base + j):
                 # what src is ordered after at the set, less what the last trip issues after it
@@ -411,6 +462,7 @@ class _Segment:
                 self.p.carried_known.setdefault(id(self.loop), []).append((src, dst, known))
             a = a + self.carried_sets.get(self.base + j, [])
             out += b + [ins] + a
+            self.out_pos.append(len(out))
             if emit:
                 for s in b + a:
                     if s.text.startswith("set_flag"):

@@ -127,13 +127,14 @@ class DoubleBuffer(Pass):
         def exists(iv, into):
             return mk("cmp", [iv, ub], T.i1, into, pred="lt")
 
-        def load_at(iv, scal, ok, into, event):
+        def load_at(iv, scal, ok, event, into, group=None):
             """Clone the candidate loads and panel fills at trip ``iv`` with the carried scalars
             ``scal`` (id of a carried scalar -> its value at that trip); their first valid extent is
             0 unless ``ok``, a fill fills nothing unless ``ok`` (``event``: its trip's buffer, the
-            panel event it writes)."""
+            panel event it writes; ``group``: the prefetch group they join, a new one if None)."""
             m = {id(lp.iv): iv, **scal}
-            group = self.groups = self.groups + 1
+            if group is None:
+                group = self.groups = self.groups + 1
             ids = {id(ld) for ld in loads + fills}
             addr = lp.slice([v for ld in loads + fills for v in ld.operands], nexts, ids)
             order = {id(o): k for k, o in enumerate(lp.body.ops)}
@@ -192,7 +193,8 @@ class DoubleBuffer(Pass):
             if j:
                 scal = next_scal(iv_j, scal, out)
                 iv_j = mk("add", [iv_j, step], iv_j.type, out)
-            first.append(load_at(iv_j, scal, exists(iv_j, out), out, j))
+            paired_with = self.groups if stages > PAIRED_FROM and j % 2 else None
+            first.append(load_at(iv_j, scal, exists(iv_j, out), j, out, paired_with))
         span = mk("mul", [step, const(stages, out)], step.type, out)
         lead = step if ahead == 1 else mk("mul", [step, const(ahead, out)], step.type, out)
         last = mk("sub", [ub, lead], ub.type, out)
@@ -212,13 +214,27 @@ class DoubleBuffer(Pass):
 
         fresh: list = []
         cur = list(iters)
+        paired = stages > PAIRED_FROM
+        held = None
         for j in range(stages):
             a_iv = trip_iv(j + ahead)        # trip j + ahead: its loads go first
             ok = exists(a_iv, body)
             a_scal = scal_of(cur)
             for k in range(j, j + ahead):
                 a_scal = next_scal(trip_iv(k), a_scal, body)
-            fresh.append(load_at(a_iv, a_scal, ok, body, (j + ahead) % stages))
+            if paired and j % 2 and j < stages - 1:
+                # many buffers: an odd trip's loads wait for the next trip's, so that the two go
+                # together, one prefetch group (one flag for both: the loads in flight hold half
+                # the event ids); the loads consumed in this pass (trip `ahead`, issued first) and
+                # the last trip's go alone, so a group never serves both this pass and the next
+                held = (a_iv, a_scal, ok, (j + ahead) % stages)
+            else:
+                group = None
+                if held is not None:
+                    fresh.append(load_at(*held, body))
+                    group = self.groups
+                fresh.append(load_at(a_iv, a_scal, ok, (j + ahead) % stages, body, group))
+                held = None
             cur = run_trip(trip_iv(j), cur, carried[j] if j < ahead else fresh[j - ahead], body, j)
         body.append(Op("yield", cur + [x for f in fresh[stages - ahead:] for x in f], [], loc=loc))
         new_region = Region([iv] + iters + [x for c in carried for x in c], body)
@@ -255,7 +271,8 @@ class DoubleBuffer(Pass):
         return out
 
 
-MAX_STAGES = 8
+MAX_STAGES = 16
+PAIRED_FROM = 8         # with more buffers than this, loads are issued two trips at a time (one flag)
 SHORT_STAGES = 4        # at most, for a loop the launch's arguments give fewer than its stages' trips
 
 
@@ -279,7 +296,10 @@ def stages_for(lp: "LoopView", loads: list, fills=()) -> int:
     if trip >= latency:
         return 2
     # a load issued `ahead` trips early lands after its latency and its own beats
-    stages = max(2, min(MAX_STAGES, 1 + math.ceil((latency + mte2) / trip)))
+    stages = 1 + math.ceil((latency + mte2) / trip)
+    if stages > PAIRED_FROM:
+        stages += 1             # loads issued two trips at a time: an even trip's one trip later
+    stages = max(2, min(MAX_STAGES, stages))
     if stages % 2 and any(o.name == "dot" for o in ops):
         # an even number, so that the unrolled trips alternate the L0A/L0B halves across the back
         # edge too (an odd count puts two trips in a row on one half: the second's operands wait
