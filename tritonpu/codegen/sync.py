@@ -34,7 +34,10 @@ no id is free) the set goes immediately before the wait, right before the consum
 producer belongs to a *prefetch group* (``Instr.group``: the loads of one trip a pipelined loop
 issues ahead) and the consumer's pipe has other work queued before it, the set goes after the
 group's last load before that pipe's next instruction instead: one flag covers the trip's tiles,
-so the loads in flight hold one event id per trip.  When several
+so the loads in flight hold one event id per trip.  A loop-carried pair's first ``set_flag`` (for
+the first trip) goes right after the loads it covers (and the rest of their prefetch group) when
+they are in the straight-line run right before the loop, else right before the loop: the first
+trip waits for its own tiles, not for every load a pipelined loop's prologue issues.  When several
 pipes must be waited for, the flag that covers most conflicts is taken first, so conflicts covered
 transitively get no pair of their own.
 """

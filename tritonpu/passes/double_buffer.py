@@ -18,7 +18,11 @@ A loop that only reads and whose trips are shorter than a GM read's latency gets
 to ``MAX_STAGES``; an even number when it computes a
 dot; ``SHORT_STAGES`` at most when the launch's arguments give it fewer trips, a guard), its loads
 running that many trips minus one ahead; with more than two, each trip's prefetched loads carry one ``{prefetch = N}``
-group, which the sync pass orders for their readers with one flag.
+group, which the sync pass orders for their readers with one flag.  With more buffers than
+``PAIRED_FROM`` (more trips in flight than a pipe pair has event ids), the loads go two trips at a
+time, one group: an odd trip's loads wait for the next trip's (the trip the unrolled pass consumes
+itself and its last trip's go alone, so no group serves two passes; the loads before the loop pair
+up the same way).
 When the on-chip space does not allow the second buffers the loop is left as it is and marked
 ``{double_buffer = "off: ..."}`` in the IR.  The launch option ``double_buffer=False`` (CLI
 ``--no-double-buffer``) leaves this pass out.
