@@ -281,12 +281,14 @@ def test_loop_carried_war_is_synced_golden():
 def test_a_drain_after_a_loop_orders_its_pipe_for_the_code_after_it():
     """After the loop, MTE2's drain (``wait_flag V, MTE2, 7``: the last trip's vadds had read
     ub[0], or, with no trip, the set before the loop) already orders MTE2 after V's reads: the
-    load into ub[0] after the loop needs no pair of its own."""
+    load into ub[0] after the loop needs no pair of its own.  Each drain is waited for where its
+    pipe first needs it (V's, which nothing after the loop needs, at the end)."""
     nodes = tiled() + [load(0, off=0), vadds(8192, 0), store(8192, off=0)]
     synced(nodes)
     lines = body_lines(nodes)
     after = lines[lines.index("endfor") + 1:]
-    assert after[:3] == ["wait_flag MTE3, V, 7", "wait_flag V, MTE2, 7", "mov.gm.ub ub[0], x[0], 1, 4096, 0, 0"], lines
+    assert after[:2] == ["wait_flag V, MTE2, 7", "mov.gm.ub ub[0], x[0], 1, 4096, 0, 0"], lines
+    assert after[-1] == "wait_flag MTE3, V, 7", lines
     x, y = run(nodes)
     np.testing.assert_array_equal(y, x + 1)
 
@@ -332,6 +334,40 @@ def test_the_first_trips_flags_are_set_right_after_the_loads_before_the_loop():
     # trip k adds 1 to what the trip before loaded (the prologue: x[0:1024]) from x[(k-1)*1024:]
     np.testing.assert_array_equal(y[:1024], x[:1024] + 1)
     np.testing.assert_array_equal(y[1024:4096], x[:3072] + 1)
+    assert_races(build)
+
+
+def test_each_drain_is_waited_for_in_the_branch_that_first_needs_it():
+    """A pipelined loop's last trips run after it, each in a branch (if it exists): the drain of
+    the flag that orders ub[0] is waited for right before the first branch's reader (and at the end
+    of its other branch, so both leave no flag pending), the one for ub[4096] in the second branch
+    -- the first trip after the loop does not wait for the second one's tile."""
+    def build():
+        body = [S("mul s1, s0, 4096"), vadds(8192, 0), vadds(12288, 4096), store(8192, off="s1"),
+                load(0, off="s1"), load(4096, off="s1")]
+        return [load(0, off=0), load(4096, off=4096), loop("s0", 3, body),
+                If([S("mov s8, n"), S("br.eq s8, 0, {target}")], [vadds(16384, 0), store(16384, off=0)]),
+                If([S("mov s8, n"), S("br.eq s8, 1, {target}")], [vadds(20480, 4096), store(20480, off=4096)])]
+    nodes = build()
+    synced(nodes)
+    text = text_of(nodes)
+    after = [ln.strip() for ln in text[text.index("endfor"):].splitlines()]
+    assert after == [
+        "endfor", "mov s8, n", "br.eq s8, 0, else1",
+        "wait_flag MTE2, V, 7", "vadds.f32 ub[16384], ub[0], 1.0, 1024", "set_flag V, MTE3, 0",
+        "wait_flag V, MTE3, 0", "mov.ub.gm y[0], ub[16384], 1, 4096, 0, 0", "jmp endif2",
+        "else1:", "wait_flag MTE2, V, 7", "endif2:",
+        "mov s8, n", "br.eq s8, 1, else3",
+        "wait_flag MTE2, V, 6", "vadds.f32 ub[20480], ub[4096], 1.0, 1024", "set_flag V, MTE3, 0",
+        "wait_flag V, MTE3, 0", "mov.ub.gm y[4096], ub[20480], 1, 4096, 0, 0", "jmp endif4",
+        "else3:", "wait_flag MTE2, V, 6", "endif4:",
+        "wait_flag MTE3, V, 7"], after
+    for n in (0, 1, 2):
+        x, y = run(nodes, n=n)      # the last trip (s0 = 2) loaded both tiles from x[2048:3072]
+        if n != 0:
+            np.testing.assert_array_equal(y[:1024], x[2048:3072] + 1)
+        if n != 1:
+            np.testing.assert_array_equal(y[1024:2048], x[2048:3072] + 1)
     assert_races(build)
 
 

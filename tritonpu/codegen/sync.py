@@ -12,8 +12,11 @@ on the scalar pipe S complete at issue, so an earlier S access needs nothing (a 
 does: P -> S); instructions of one pipe run in order; instructions without accesses (and sync
 instructions already in the list, which the pass does not model except ``barrier all``) need
 nothing.  Every inserted ``set_flag`` is matched by its ``wait_flag`` later in the same
-straight-line block, so no flag is pending at a block boundary, no (src, dst, event) is set twice
-before its wait, no wait lacks its set, and event ids stay below ``max_events`` per pipe pair.
+straight-line block -- except a loop-carried pair's, set before the loop (or in the run right
+before it) and in the body, drained after the loop in the block that holds it or, through ``If``s
+that follow, in both branches of one -- so no flag is pending at the end of a block, no (src, dst,
+event) is set twice before its wait, no wait lacks its set, and event ids stay below
+``max_events`` per pipe pair.
 The input is expected to contain no flags of its own.
 
 Model.  Abstract interpretation over the structure.  A *record* is one access of one static
@@ -25,7 +28,10 @@ removes them for every pipe.  States join by union at ``If`` merges and at loop 
 are iterated to a fixed point before the final pass inserts the syncs.  A loop exits from its
 head; the drain after it of each loop-carried pair (the wait on Q for a flag P set in the last
 trip, or before the loop when there was none) removes from ``unord[Q]`` the records P was ordered
-after at both of those sets.
+after at both of those sets, where it is placed: right before the first instruction on Q after
+the loop that conflicts with one of them (the drain that orders least first: a pipelined loop's
+last trips, run after it in branches, each wait for their own tiles), in both branches of an
+``If`` when one needs it, and before the next loop or the end of the block otherwise.
 
 Placement.  A needed pair P -> Q goes ``set_flag`` right after the last conflicting P instruction
 when that instruction is earlier in the same straight-line block (so P work issued later does not
@@ -149,16 +155,56 @@ class _Pass:
         # (id(Loop), src, dst, ev) -> position in the entry segment after which the pair's first
         # set_flag goes (instead of right before the loop)
         self.early: dict = {}
+        # the drains of loops already left, not yet waited for (their wait goes right before the
+        # first instruction on dst that needs what they order): [(src, dst, ev, keys)]
+        self.pending: list = []
+        self.drains: dict = {}       # id(Loop) -> its drains, from loop() to the block placing it
 
     # ---- structure ------------------------------------------------------------------------------
-    def block(self, nodes: list, st: _State, emit: bool, loop: Loop | None = None) -> _State:
+    def block(self, nodes: list, st: _State, emit: bool, loop: Loop | None = None, pending=None) -> _State:
         """Run ``nodes`` from state ``st``; with ``emit``, insert the syncs into the list.  ``loop``:
-        the Loop whose body ``nodes`` is (its straight-line runs run on every trip)."""
+        the Loop whose body ``nodes`` is (its straight-line runs run on every trip).  ``pending``:
+        the drains not yet waited for when the block starts (a branch's), left in the list as they
+        are still pending at its end; without it the block waits for its own before it ends."""
+        own = pending is None
+        saved, self.pending = self.pending, ([] if own else pending)
+        try:
+            st = self._block(nodes, st, emit, loop)
+            if own:
+                nodes += self._drain(st, lambda d: True) if emit else []
+                if not emit:
+                    self._drain(st, lambda d: True)
+        finally:
+            self.pending = saved
+        return st
+
+    def _drain(self, st: _State, which) -> list:
+        """The waits of the pending drains ``which`` selects, their ordering applied to ``st``."""
+        out = []
+        for d in [d for d in self.pending if which(d)]:
+            src, dst, ev, keys = d
+            self.pending.remove(d)
+            st.cover(dst, keys)
+            out.append(Instr(f"wait_flag {src}, {dst}, {ev}", dst))
+        return out
+
+    def _block(self, nodes: list, st: _State, emit: bool, loop: Loop | None) -> _State:
         out: list = []
         seg = None                                  # the current straight-line run of Instrs
         body_ids = {id(i) for i in walk(loop.body)} if loop is not None else set()
         for j, n in enumerate(nodes):
             if isinstance(n, Instr):
+                pre = []
+                while self.pending and not _is_sync(n):
+                    # a drain is waited for right before the first instruction of its pipe that
+                    # needs it -- the one that orders least first (a pipelined loop's drains order
+                    # its tiles in the order the trips after it read them)
+                    need = _conflicts(st, n)
+                    cands = [d for d in self.pending if d[1] == n.pipe and d[3] & need]
+                    if not cands:
+                        break
+                    first = min(cands, key=lambda d: len(d[3]))
+                    pre += self._drain(st, lambda d: d is first)
                 if seg is None:
                     run = []
                     for m in nodes[j:]:
@@ -168,13 +214,15 @@ class _Pass:
                     seg = _Segment(self, st, run if loop is not None else None, loop, body_ids, run)
                     if loop is not None:        # what a trip runs after this run
                         seg.later = {id(x) for x in walk(nodes[j + len(run):])}
-                seg.instr(n)
+                seg.instr(n, pre)
                 continue
             entry = seg
             if seg is not None:
                 start = len(out)
                 out += seg.flush(emit)
                 seg = None
+            if not isinstance(n, If):       # a loop inside never meets an earlier loop's flag
+                out += self._drain(st, lambda d: True)
             if isinstance(n, Loop):
                 self.entry[id(n)] = entry
                 st = self.loop(n, st, emit)
@@ -188,24 +236,36 @@ class _Pass:
                     out.insert(start + at, Instr(f"set_flag {a}, {b}, {e}", a))
                 out += [Instr(f"set_flag {a}, {b}, {e}", a) for a, b, e in pairs if early[(a, b, e)] is None]
                 out.append(n)
-                out += [Instr(f"wait_flag {a}, {b}, {e}", b) for a, b, e in pairs]
+                # the drains: dst waits for each pair's last flag where it first needs it
+                self.pending += self.drains.pop(id(n))
                 continue
+            if isinstance(n, If):
+                # a drain whose id the branches' own code uses is waited for before them
+                mine = {(a, b, e) for r in (n.reserved, n.reserved_else) for (a, b), es in r.items() for e in es}
+                out += self._drain(st, lambda d: d[:3] in mine)
             out.append(n)
-            if isinstance(n, Loop):
-                pass
-            elif isinstance(n, If):
-                st = self.block(n.test, st, emit)
-                self.taken.append(n.reserved)
-                try:
-                    then = self.block(n.then, st.copy(), emit)
-                finally:
-                    self.taken.pop()
-                self.taken.append(n.reserved_else)
-                try:
-                    orelse = self.block(n.orelse, st.copy(), emit)
-                finally:
-                    self.taken.pop()
-                st = then.join(orelse)
+            if isinstance(n, If):
+                st = self.block(n.test, st, emit, pending=self.pending)
+                ends = []
+                for branch, reserved in ((n.then, n.reserved), (n.orelse, n.reserved_else)):
+                    left = list(self.pending)
+                    self.taken.append(reserved)
+                    try:
+                        ends.append((branch, self.block(branch, st.copy(), emit, pending=left), left))
+                    finally:
+                        self.taken.pop()
+                # a drain waited for in one branch is waited for at the end of the other
+                both = [d for d in ends[0][2] if d in ends[1][2]]
+                for branch, bst, left in ends:
+                    saved, self.pending = self.pending, left
+                    try:
+                        tail = self._drain(bst, lambda d: d not in both)
+                    finally:
+                        self.pending = saved
+                    if emit:
+                        branch += tail
+                self.pending[:] = both
+                st = ends[0][1].join(ends[1][1])
             elif isinstance(n, While):
                 st = self.while_(n, st, emit)
             else:
@@ -233,13 +293,15 @@ class _Pass:
         # exit at the head: after 0 or more trips.  The drains after the loop (``wait_flag`` on
         # dst of each loop-carried pair) order dst after what src was ordered after at the pair's
         # set_flag: in the last trip (after one or more trips), before the loop (after none, the
-        # set before it) -- so after the records known at both
-        out = head.copy()
+        # set before it) -- so after the records known at both (applied where each is waited for)
+        # (a pair the last run of the body does not set -- an earlier fixpoint round took its id --
+        # is still set before the loop: its drain orders nothing)
         body_ids = {id(i) for i in walk(n.body)}
-        for src, dst, known in self.carried_known.get(id(n), ()):
-            before = entry.known(src)
-            out.cover(dst, {k for k in known if k[0] in body_ids or k in before})
-        return out
+        keys: dict = {}
+        for src, dst, ev, known in self.carried_known.get(id(n), ()):
+            keys.setdefault((src, dst, ev), set()).update(k for k in known if k[0] in body_ids or k in entry.known(src))
+        self.drains[id(n)] = [(a, b, e, frozenset(keys.get((a, b, e), ()))) for a, b, e in sorted(self.carried.get(id(n), ()))]
+        return head.copy()
 
     def held(self, src: str, dst: str, loop_id=None) -> set:
         """Event ids of (src, dst) that loop-carried pairs keep pending here: those of the loops
@@ -249,7 +311,8 @@ class _Pass:
         active = set(self.active)
         return {e for (lid, _), e in self.reserved.get((src, dst), {}).items()
                 if lid in active or (loop_id is not None and loop_id in self.outer.get(lid, ()))} | \
-            {e for t in self.taken for e in t.get((src, dst), ())}
+            {e for t in self.taken for e in t.get((src, dst), ())} | \
+            {e for a, b, e, _ in self.pending if (a, b) == (src, dst)}
 
     def while_(self, n: While, entry: _State, emit: bool) -> _State:
         def trip(s, em=False):
@@ -298,10 +361,11 @@ class _Segment:
         self.tick += 1
         return (i, side, self.tick)
 
-    def instr(self, ins: Instr):
+    def instr(self, ins: Instr, pre=()):
+        """Place ``ins`` (``pre``: drain waits that go right before it, already applied)."""
         st, i = self.st, len(self.instrs)
         self.instrs.append(ins)
-        self.before.append([])
+        self.before.append(list(pre))
         self.after.append([])
         if _is_sync(ins) and ins.text.split()[:2] == ["barrier", "all"]:
             for q in PIPES:
@@ -462,7 +526,8 @@ class _Segment:
                 known = frozenset(k for k in self.known[j] if k[0] not in after)
             for c in self.carried_sets.get(self.base + j, ()):
                 src, dst = (x.strip() for x in c.text[len("set_flag"):].split(",")[:2])
-                self.p.carried_known.setdefault(id(self.loop), []).append((src, dst, known))
+                ev = int(c.text.rsplit(",", 1)[1])
+                self.p.carried_known.setdefault(id(self.loop), []).append((src, dst, ev, known))
             a = a + self.carried_sets.get(self.base + j, [])
             out += b + [ins] + a
             self.out_pos.append(len(out))
