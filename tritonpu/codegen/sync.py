@@ -159,6 +159,7 @@ class _Pass:
         # first instruction on dst that needs what they order): [(src, dst, ev, keys)]
         self.pending: list = []
         self.drains: dict = {}       # id(Loop) -> its drains, from loop() to the block placing it
+        self.over: dict = {}         # id(Loop) -> (src, dst, ev) of inner drains pending over its back edge
 
     # ---- structure ------------------------------------------------------------------------------
     def block(self, nodes: list, st: _State, emit: bool, loop: Loop | None = None, pending=None) -> _State:
@@ -177,6 +178,12 @@ class _Pass:
         finally:
             self.pending = saved
         return st
+
+    def forget(self, recs) -> None:
+        """An instruction issued again after a loop: its new records are none a drain orders."""
+        if self.pending and recs:
+            keys = {k for k, _ in recs}
+            self.pending[:] = [d[:3] + (d[3] - keys,) for d in self.pending]
 
     def _drain(self, st: _State, which) -> list:
         """The waits of the pending drains ``which`` selects, their ordering applied to ``st``."""
@@ -214,6 +221,8 @@ class _Pass:
                     seg = _Segment(self, st, run if loop is not None else None, loop, body_ids, run)
                     if loop is not None:        # what a trip runs after this run
                         seg.later = {id(x) for x in walk(nodes[j + len(run):])}
+                for w in pre:               # (no first set of a loop's pair goes before these)
+                    seg.drained[tuple(x.strip() for x in w.text[len("wait_flag"):].split(","))] = len(seg.instrs)
                 seg.instr(n, pre)
                 continue
             entry = seg
@@ -221,6 +230,7 @@ class _Pass:
                 start = len(out)
                 out += seg.flush(emit)
                 seg = None
+            waited = {d[:3] for d in self.pending}
             if not isinstance(n, If):       # a loop inside never meets an earlier loop's flag
                 out += self._drain(st, lambda d: True)
             if isinstance(n, Loop):
@@ -230,14 +240,17 @@ class _Pass:
                 # the first trip's waits find their flags set before the loop (right after the
                 # loads they wait for, when those are just before it); the last trip's flags are
                 # consumed after it
-                early = {pr: self.early.get((id(n),) + pr) for pr in pairs}
+                # (a pair's first set goes after the wait of a drain of the same flag just placed)
+                early = {pr: None if pr in waited else self.early.get((id(n),) + pr) for pr in pairs}
                 for at, (a, b, e) in sorted(((entry.out_pos[at], pr) for pr, at in early.items() if at is not None),
                                             reverse=True):
                     out.insert(start + at, Instr(f"set_flag {a}, {b}, {e}", a))
+                over = self.over.get(id(n), [])
                 out += [Instr(f"set_flag {a}, {b}, {e}", a) for a, b, e in pairs if early[(a, b, e)] is None]
+                out += [Instr(f"set_flag {a}, {b}, {e}", a) for a, b, e in over]
                 out.append(n)
                 # the drains: dst waits for each pair's last flag where it first needs it
-                self.pending += self.drains.pop(id(n))
+                self.pending += self.drains.pop(id(n)) + [(a, b, e, frozenset()) for a, b, e in over]
                 continue
             if isinstance(n, If):
                 # a drain whose id the branches' own code uses is waited for before them
@@ -254,17 +267,20 @@ class _Pass:
                         ends.append((branch, self.block(branch, st.copy(), emit, pending=left), left))
                     finally:
                         self.taken.pop()
-                # a drain waited for in one branch is waited for at the end of the other
-                both = [d for d in ends[0][2] if d in ends[1][2]]
+                # a drain waited for in one branch is waited for at the end of the other; one
+                # pending after both (the same flag: the two branches' loops took the same id)
+                # orders what it orders on both paths
+                other = {d[:3]: d[3] for d in ends[1][2]}
+                both = {d[:3] for d in ends[0][2]} & set(other)
                 for branch, bst, left in ends:
                     saved, self.pending = self.pending, left
                     try:
-                        tail = self._drain(bst, lambda d: d not in both)
+                        tail = self._drain(bst, lambda d: d[:3] not in both)
                     finally:
                         self.pending = saved
                     if emit:
                         branch += tail
-                self.pending[:] = both
+                self.pending[:] = [d[:3] + (d[3] & other[d[:3]],) for d in ends[0][2] if d[:3] in both]
                 st = ends[0][1].join(ends[1][1])
             elif isinstance(n, While):
                 st = self.while_(n, st, emit)
@@ -283,7 +299,29 @@ class _Pass:
 
         def body(s, em=False):
             self.carried_known[id(n)] = []
-            return self.block(n.body, s.copy(), em, ctx)
+            if ctx is None:
+                return self.block(n.body, s.copy(), em, ctx)
+            # the drains still pending at the end of a trip (an inner loop's, nothing after it
+            # needed them) stay pending over the back edge -- set before the loop, waited for
+            # after it -- so the next trip's first work on their pipe does not queue behind them
+            # (they order nothing there: at the head they carry no records)
+            over = self.over.get(id(n))
+            left = [(a, b, e, frozenset()) for a, b, e in over or ()]
+            saved, self.pending = self.pending, left
+            try:
+                st = self._block(n.body, s.copy(), em, ctx)
+                ends = {d[:3] for d in self.pending}
+                stay = set(over or ())
+                tail = self._drain(st, lambda d: d[:3] not in stay)
+                # (one a trip waited for on every path is set again for the next trip's wait)
+                rearm = [Instr(f"set_flag {a}, {b}, {e}", a) for a, b, e in sorted(stay - ends)]
+            finally:
+                self.pending = saved
+            if over is None:        # the first round decides which ones stay pending
+                self.over[id(n)] = sorted(ends)
+            if em:
+                n.body += tail + rearm
+            return st
         try:
             head = self._fixpoint(entry, body)
             if emit:
@@ -356,6 +394,7 @@ class _Segment:
         self.busy: dict = {}                        # (src, dst) -> [(event, start, end)]
         self.tick = 0
         self.later: set = set()                     # ids of the body's instructions after this run
+        self.drained: dict = {}                     # (src, dst, ev) of a drain waited for here -> position
 
     def _pos(self, i, side):
         self.tick += 1
@@ -381,6 +420,7 @@ class _Segment:
         for key, _ in recs:
             self.issued[key] = i
         st.issue(ins, recs)
+        self.p.forget(recs)
         self.known.append(st.known(ins.pipe))
 
     def _plan(self, src: str, need: set, i: int):
@@ -438,7 +478,8 @@ class _Segment:
             return None
         # the set only moves later as consumers are seen (what earlier claims took stays true)
         at = max(entry._group_end(src, dst, max(mine)), self.p.early.get(key, -1))
-        if any(e == ev and end[0] >= at for e, _, end in entry.busy.get((src, dst), ())):
+        if any(e == ev and end[0] >= at for e, _, end in entry.busy.get((src, dst), ())) or \
+                entry.drained.get((src, dst, str(ev)), -1) >= at:
             at = None           # for good: right before the loop, which covers every claim
         self.p.early[key] = at
         return at
