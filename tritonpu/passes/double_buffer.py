@@ -15,8 +15,9 @@ program's own accesses is touched, and every trip
 computes, reads and writes exactly what it did before.  MTE2 then brings trip i+1 while the vector
 unit and the cube work on trip i and MTE3 drains trip i-1; the sync pass orders the two buffers.
 A loop that only reads and whose trips are shorter than a GM read's latency gets more buffers (up
-to ``MAX_STAGES``; an even number when it computes a
-dot; ``SHORT_STAGES`` at most when the launch's arguments give it fewer trips, a guard), its loads
+to ``PAIRED_FROM``, or ``MAX_STAGES`` and an even number when it computes a dot; ``SHORT_STAGES``
+at most when the launch's arguments give it fewer trips than that, a guard, or ``PAIRED_FROM``
+when they give it that many), its loads
 running that many trips minus one ahead; with more than two, each trip's prefetched loads carry one ``{prefetch = N}``
 group, which the sync pass orders for their readers with one flag.  With more buffers than
 ``PAIRED_FROM`` (more trips in flight than a pipe pair has event ids), the loads go two trips at a
@@ -74,7 +75,8 @@ class DoubleBuffer(Pass):
         most = stages_for(lp, loads, fills)
         filling = any(o.name == "panel_fill" for o in lp.body.ops)
         if most > SHORT_STAGES and self._short(fn, op, most):
-            most = SHORT_STAGES
+            # fewer trips than buffers: as many as eight when it has those, else SHORT_STAGES
+            most = PAIRED_FROM if most > PAIRED_FROM and not self._short(fn, op, PAIRED_FROM) else SHORT_STAGES
         if isinstance(fn.attrs.get("pipeline_stages"), int):      # a cap the IR text can set
             most = max(2, min(most, fn.attrs["pipeline_stages"]))
         for stages in range(most, 1, -1):
@@ -275,7 +277,7 @@ class DoubleBuffer(Pass):
         return out
 
 
-MAX_STAGES = 16
+MAX_STAGES = 16         # for a loop that computes a dot
 PAIRED_FROM = 8         # with more buffers than this, loads are issued two trips at a time (one flag)
 SHORT_STAGES = 4        # at most, for a loop the launch's arguments give fewer than its stages' trips
 
@@ -284,7 +286,8 @@ def stages_for(lp: "LoopView", loads: list, fills=()) -> int:
     """How many buffers per load hide MTE2's latency: one trip's work (the busiest of its loads at
     the L2 rate, its dots on the cube, its block ops on the vector unit, estimated from the
     shapes) against the latency of a GM read -- 2 when a trip outlasts it or the loop stores, up to
-    ``MAX_STAGES`` for short trips of a loop that only reads (a K loop)."""
+    ``PAIRED_FROM`` for short trips of a loop that only reads, ``MAX_STAGES`` for one that computes a
+    dot (a K loop: its loads then go two trips at a time)."""
     from tritonpu.isa.machines import machine
     m = machine("ascend910b")
     ops = [x for o in lp.body.ops for x in o.walk()]
@@ -301,10 +304,14 @@ def stages_for(lp: "LoopView", loads: list, fills=()) -> int:
         return 2
     # a load issued `ahead` trips early lands after its latency and its own beats
     stages = 1 + math.ceil((latency + mte2) / trip)
-    if stages > PAIRED_FROM:
-        stages += 1             # loads issued two trips at a time: an even trip's one trip later
-    stages = max(2, min(MAX_STAGES, stages))
-    if stages % 2 and any(o.name == "dot" for o in ops):
+    dot = any(o.name == "dot" for o in ops)
+    if stages > PAIRED_FROM and dot:
+        # loads issued two trips at a time (an odd trip's one trip later), only for the cube: a
+        # vector loop is near its roofline with eight, and sixteen unrolled trips cost compile
+        # time (layernorm 4096 BLOCK 256: 7295 -> 7212 cycles, 0.7 -> 2.0 s to compile)
+        stages = min(MAX_STAGES, stages + 1)
+    stages = max(2, min(MAX_STAGES if dot else PAIRED_FROM, stages))
+    if stages % 2 and dot:
         # an even number, so that the unrolled trips alternate the L0A/L0B halves across the back
         # edge too (an odd count puts two trips in a row on one half: the second's operands wait
         # for the first's product)
