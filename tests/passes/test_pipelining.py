@@ -804,7 +804,7 @@ CHECK: mov.gm.ub
 CHECK: mov.gm.ub
 CHECK-NOT: mov.gm.ub
 CHECK: endfor
-CHECK-NEXT: wait_flag
+CHECK: wait_flag
 """)
     pre = lines[:start]
     i_mov = max(i for i, ln in enumerate(pre) if "mov.gm.ub" in ln)
@@ -905,6 +905,44 @@ def test_a_k_loop_of_very_short_trips_issues_its_loads_two_trips_at_a_time():
     _k_loop_dot[(2,)](a, b, c0, K, N=32, BM=16, BN=32, BK=32, disable_passes=("panel-reuse",), double_buffer=False)
     assert c.tobytes() == c0.tobytes()
     np.testing.assert_allclose(c, a.astype(np.float32) @ b.astype(np.float32), atol=1e-3, rtol=1e-3)
+
+
+@tritonpu.jit
+def _k_loop_from_pid(a_ptr, b_ptr, c_ptr, K, N: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr,
+                     BK: tl.constexpr):
+    pid = tl.program_id(0)
+    pm = pid // (N // BN)
+    pn = pid % (N // BN)
+    rm = pm * BM + tl.arange(0, BM)
+    rn = pn * BN + tl.arange(0, BN)
+    rk = tl.arange(0, BK)
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k in range((pid % 5) * BK, K, BK):
+        acc += tl.dot(tl.load(a_ptr + rm[:, None] * K + (k + rk)[None, :]),
+                      tl.load(b_ptr + (k + rk)[:, None] * N + rn[None, :]))
+    if pid % 3 == 0:
+        tl.store(c_ptr + rm[:, None] * N + rn[None, :], acc)
+    elif pid % 3 == 1:
+        tl.store(c_ptr + rm[:, None] * N + rn[None, :], acc * 2.0)
+
+
+def test_a_k_loop_of_sixteen_buffers_that_runs_no_pass_is_synced():
+    """Found by a probe: 13 to 17 trips of 16x16x16 tiles (sixteen buffers: every trip but the
+    last runs after the loop, on the tiles loaded before it), the first trip's flags set right
+    after their loads -- the drain after the loop claimed every load before it, and a trip after
+    the loop read a tile still in flight (the sanitizer, on by default, reported the race)."""
+    rng = np.random.default_rng(5)
+    a = (rng.random((32, 272)) - 0.5).astype(np.float16)
+    b = (rng.random((272, 320)) - 0.5).astype(np.float16)
+    c = np.full((32, 320), 7.0, np.float32)
+    _k_loop_from_pid[(40,)](a, b, c, 272, N=320, BM=16, BN=16, BK=16)
+    want = np.full_like(c, 7.0)
+    for pid in range(40):
+        pm, pn, k0 = pid // 20, pid % 20, (pid % 5) * 16
+        blk = a[pm * 16:pm * 16 + 16, k0:].astype(np.float32) @ b[k0:, pn * 16:pn * 16 + 16].astype(np.float32)
+        if pid % 3 < 2:
+            want[pm * 16:pm * 16 + 16, pn * 16:pn * 16 + 16] = blk * (1.0 if pid % 3 == 0 else 2.0)
+    np.testing.assert_allclose(c, want, atol=1e-3, rtol=1e-3)
 
 
 def _inner_loop(isa: str) -> str:
