@@ -337,12 +337,15 @@ class _Pass:
         body_ids = {id(i) for i in walk(n.body)}
         keys: dict = {}
         seg = self.entry.get(id(n))
+        before = {}
         for src, dst, ev, known in self.carried_known.get(id(n), ()):
             # (a set before the loop that went right after its loads orders only what precedes it)
             at = self.early.get((id(n), src, dst, ev))
+            if src not in before:
+                before[src] = entry.known(src)
             keys.setdefault((src, dst, ev), set()).update(
                 k for k in known if k[0] in body_ids or
-                (k in entry.known(src) and (at is None or seg is None or seg.issued.get(k, -1) <= at)))
+                (k in before[src] and (at is None or seg is None or seg.issued.get(k, -1) <= at)))
         self.drains[id(n)] = [(a, b, e, frozenset(keys.get((a, b, e), ()))) for a, b, e in sorted(self.carried.get(id(n), ()))]
         return head.copy()
 
