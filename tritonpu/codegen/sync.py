@@ -241,7 +241,8 @@ class _Pass:
                 # loads they wait for, when those are just before it); the last trip's flags are
                 # consumed after it
                 # (a pair's first set goes after the wait of a drain of the same flag just placed)
-                early = {pr: None if pr in waited else self.early.get((id(n),) + pr) for pr in pairs}
+                early = {pr: None if pr in waited or entry is None else entry.early_ok(pr, self.early.get((id(n),) + pr))
+                         for pr in pairs}
                 for at, (a, b, e) in sorted(((entry.out_pos[at], pr) for pr, at in early.items() if at is not None),
                                             reverse=True):
                     out.insert(start + at, Instr(f"set_flag {a}, {b}, {e}", a))
@@ -484,12 +485,19 @@ class _Segment:
         key = (id(self.loop), src, dst, ev)
         if key in self.p.early and self.p.early[key] is None:
             return None
-        # the set only moves later as consumers are seen (what earlier claims took stays true)
-        at = max(entry._group_end(src, dst, max(mine)), self.p.early.get(key, -1))
-        if any(e == ev and end[0] >= at for e, _, end in entry.busy.get((src, dst), ())) or \
-                entry.drained.get((src, dst, str(ev)), -1) >= at:
-            at = None           # for good: right before the loop, which covers every claim
+        # the set only moves later as consumers are seen (what earlier claims took stays true);
+        # None for good: right before the loop, which covers every claim
+        at = entry.early_ok((src, dst, ev), max(entry._group_end(src, dst, max(mine)), self.p.early.get(key, -1)))
         self.p.early[key] = at
+        return at
+
+    def early_ok(self, pair, at):
+        """``at`` if the first set of ``pair`` may go after position ``at`` of this run (no flag of
+        the pair set or drained here is pending after it), else None."""
+        src, dst, ev = pair
+        if at is None or any(e == ev and end[0] >= at for e, _, end in self.busy.get((src, dst), ())) or \
+                self.drained.get((src, dst, str(ev)), -1) >= at:
+            return None
         return at
 
     def _extend(self, src: str, dst: str, k: int, limit: int) -> int:
