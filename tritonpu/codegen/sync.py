@@ -171,10 +171,9 @@ class _Pass:
         saved, self.pending = self.pending, ([] if own else pending)
         try:
             st = self._block(nodes, st, emit, loop)
-            if own:
-                nodes += self._drain(st, lambda d: True) if emit else []
-                if not emit:
-                    self._drain(st, lambda d: True)
+            tail = self._drain(st, lambda d: True) if own else []
+            if emit:
+                nodes += tail
         finally:
             self.pending = saved
         return st
@@ -201,7 +200,7 @@ class _Pass:
         body_ids = {id(i) for i in walk(loop.body)} if loop is not None else set()
         for j, n in enumerate(nodes):
             if isinstance(n, Instr):
-                pre = []
+                pre, waited = [], []
                 while self.pending and not _is_sync(n):
                     # a drain is waited for right before the first instruction of its pipe that
                     # needs it -- the one that orders least first (a pipelined loop's drains order
@@ -212,6 +211,7 @@ class _Pass:
                         break
                     first = min(cands, key=lambda d: len(d[3]))
                     pre += self._drain(st, lambda d: d is first)
+                    waited.append(first[:3])
                 if seg is None:
                     run = []
                     for m in nodes[j:]:
@@ -221,8 +221,8 @@ class _Pass:
                     seg = _Segment(self, st, run if loop is not None else None, loop, body_ids, run)
                     if loop is not None:        # what a trip runs after this run
                         seg.later = {id(x) for x in walk(nodes[j + len(run):])}
-                for w in pre:               # (no first set of a loop's pair goes before these)
-                    seg.drained[tuple(x.strip() for x in w.text[len("wait_flag"):].split(","))] = len(seg.instrs)
+                for pair in waited:         # (no first set of a loop's pair goes before these)
+                    seg.drained[pair] = len(seg.instrs)
                 seg.instr(n, pre)
                 continue
             entry = seg
@@ -487,7 +487,9 @@ class _Segment:
             return None
         # the set only moves later as consumers are seen (what earlier claims took stays true);
         # None for good: right before the loop, which covers every claim
-        at = entry.early_ok((src, dst, ev), max(entry._group_end(src, dst, max(mine)), self.p.early.get(key, -1)))
+        # (the rest of the group too: the flag then covers what the body's flag for that trip does)
+        end, _ = entry._group_end(src, dst, max(mine), len(entry.whole))
+        at = entry.early_ok((src, dst, ev), max(end, self.p.early.get(key, -1)))
         self.p.early[key] = at
         return at
 
@@ -496,7 +498,7 @@ class _Segment:
         the pair set or drained here is pending after it), else None."""
         src, dst, ev = pair
         if at is None or any(e == ev and end[0] >= at for e, _, end in self.busy.get((src, dst), ())) or \
-                self.drained.get((src, dst, str(ev)), -1) >= at:
+                self.drained.get(pair, -1) >= at:
             return None
         return at
 
@@ -509,29 +511,22 @@ class _Segment:
         waits find them ordered already), so the loads a pipelined loop keeps in flight hold one
         event id per trip, not one each; the consumer, queued behind other ``dst`` work, waits
         for its trip's later loads too, which were issued with its own a trip or more ahead."""
-        group = self.whole[k].group
+        last, met = self._group_end(src, dst, k, limit)
+        return last if met else k
+
+    def _group_end(self, src: str, dst: str, k: int, limit: int):
+        """(the last instruction of ``k``'s prefetch group before the next ``dst`` instruction or
+        ``limit``, whether a ``dst`` instruction came first)."""
+        group, last = self.whole[k].group, k
         if group is None:
-            return k
-        last = k
+            return k, False
         for j in range(k + 1, limit):
             x = self.whole[j]
             if x.pipe == dst:
-                return last
+                return last, True
             if x.pipe == src and x.group == group:
                 last = j
-        return k
-
-    def _group_end(self, src: str, dst: str, k: int) -> int:
-        """The last instruction of ``k``'s prefetch group before the next ``dst`` instruction (the
-        flag set there covers what the loop body's flag for the same trip covers)."""
-        last = k
-        for j in range(k + 1, len(self.whole)):
-            x = self.whole[j]
-            if x.pipe == dst or self.whole[k].group is None:
-                break
-            if x.pipe == src and x.group == self.whole[k].group:
-                last = j
-        return last
+        return last, False
 
     def _carried_event(self, src, dst, kk):
         ids = self.p.reserved.setdefault((src, dst), {})
