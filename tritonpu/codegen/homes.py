@@ -35,9 +35,10 @@ def panel_slot_bytes(ty) -> int:
     return (tile_bytes(ty) + PANEL_ALIGN - 1) // PANEL_ALIGN * PANEL_ALIGN
 
 
-@dataclass
+@dataclass(eq=False)
 class Group:
-    """Values sharing one home, live over [start, end]."""
+    """Values sharing one home, live over [start, end].  (Compared by identity: two groups are
+    never the same storage because their fields agree.)"""
     values: list = field(default_factory=list)
     start: int = 1 << 60
     end: int = -1

@@ -126,13 +126,17 @@ def _conflicts(st: _State, ins: Instr):
     """Keys of records ``ins`` (on its pipe) must be ordered after but is not yet."""
     if _is_sync(ins) or not (ins.reads or ins.writes):
         return set()
+    # (by space first: most records are in a space ``ins`` does not touch)
+    writes, reads = ins.writes, ins.reads
+    wsp, rsp = {a.space for a in writes}, {a.space for a in reads}
+    recs, pipe = st.recs, ins.pipe
     out = set()
-    for key in st.unord[ins.pipe]:
-        rec = st.recs[key]
-        if rec.pipe == ins.pipe:
+    for key in st.unord[pipe]:
+        rec = recs[key]
+        acc = rec.acc
+        if rec.pipe == pipe or (acc.space not in wsp and (not rec.write or acc.space not in rsp)):
             continue
-        if any(rec.acc.overlaps(a) for a in ins.writes) or \
-                (rec.write and any(rec.acc.overlaps(a) for a in ins.reads)):
+        if any(acc.overlaps(a) for a in writes) or (rec.write and any(acc.overlaps(a) for a in reads)):
             out.add(key)
     return out
 

@@ -89,11 +89,15 @@ class Op:
         return opdef(self.name)
 
     def walk(self) -> Iterator["Op"]:
-        """This op and every op nested in its regions, in program order (pre-order)."""
-        yield self
-        for region in self.regions:
-            for op in region.ops:
-                yield from op.walk()
+        """This op and every op nested in its regions, in program order (pre-order).  (A stack,
+        not nested generators: a deep walk cost one generator frame per level per op.  Each
+        region's ops are taken when its op is visited.)"""
+        stack = [self]
+        while stack:
+            op = stack.pop()
+            yield op
+            for region in reversed(op.regions):
+                stack.extend(reversed(region.ops))
 
     def __repr__(self) -> str:
         return f"Op({self.name} @ {self.loc})"
@@ -109,8 +113,12 @@ class Function:
         self.attrs: dict = dict(attrs or {})
 
     def walk(self) -> Iterator[Op]:
-        for op in self.body.ops:
-            yield from op.walk()
+        stack = list(reversed(self.body.ops))
+        while stack:
+            op = stack.pop()
+            yield op
+            for region in reversed(op.regions):
+                stack.extend(reversed(region.ops))
 
     def __str__(self) -> str:
         from tritonpu.ir.printer import print_function

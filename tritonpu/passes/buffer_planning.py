@@ -9,7 +9,11 @@ overlap never overlap in UB; a group's space is reused once it is dead (first fi
 definition).  A view (``expand_dims``, ``reshape``, ``broadcast``, ``permute``, same-width
 ``bitcast``) shares its operand's address.  The function attribute ``ub_peak`` is the bytes the
 plan needs; if that exceeds the machine's UB, a ``CompilationError`` names the largest value live
-at the peak, its size and the capacity.  An L1 panel (``panel_tile``, passes/panel_reuse.py) holds
+at the peak, its size and the capacity.  A tile loaded after a loop (in the same region: the next
+loop's first tiles, issued ahead) is kept clear of everything live in that loop when the space has
+room for it, so that its load does not wait for the loop's last reads of a buffer it would reuse
+and MTE2 can bring it while the loop still runs; when there is no room, it is planned as it
+stands.  An L1 panel (``panel_tile``, passes/panel_reuse.py) holds
 tiles for the core's later programs: its region, the size of the largest panel, is L1's first
 bytes for the whole kernel, and everything else in L1 is planned after it.
 """
@@ -21,6 +25,7 @@ import copy
 from tritonpu.codegen.analysis import L1, ONCHIP, REUSE_LOADED, UB, Analysis
 from tritonpu.codegen.homes import panel_slot_bytes
 from tritonpu.errors import CompilationError
+from tritonpu.ir.ops import TILE_LOADS
 from tritonpu.isa.machines import machine as get_machine
 from tritonpu.passes.manager import Pass, register
 
@@ -161,11 +166,53 @@ def _panels(groups) -> tuple[list, int]:
     return out, size
 
 
+def _loaded_after_loops(an: Analysis, fn) -> dict:
+    """id(group) -> the start of the loop right before it, for the groups holding a tile that is
+    loaded after a loop in that loop's region (the next loop's prologue, an epilogue's operand)."""
+    out: dict = {}
+
+    def visit(ops):
+        before = None                   # the start of the last loop seen in this region
+        for op in ops:
+            if op.name in TILE_LOADS and before is not None:
+                g = an.group_of.get(id(op.result))
+                if g is not None and g.start > before:
+                    out[id(g)] = min(out.get(id(g), g.start), before)
+            for reg in op.regions:
+                visit(reg.ops)
+            if op.name in ("for", "while"):
+                before = an.span[id(op)][0]
+    visit(fn.body.ops)
+    return out
+
+
+def _fit_early(groups, early: dict, align: int, cap: int, space: str, addr_of: dict) -> int | None:
+    """``_first_fit`` with the groups of ``early`` live from those starts on; None when that
+    does not fit (``addr_of`` is then left as it was)."""
+    mine = [g for g in groups if id(g) in early]
+    if not mine:
+        return None
+    saved = [g.start for g in mine]
+    trial: dict = {}
+    try:
+        for g in mine:
+            g.start = early[id(g)]
+        peak = _first_fit(groups, align, cap, space, trial)
+    except CompilationError:
+        return None
+    finally:
+        for g, s in zip(mine, saved):
+            g.start = s
+    addr_of.update(trial)
+    return peak
+
+
 def _plan(fn, machine):
     m = get_machine(machine)
     an = Analysis(fn)
     _check_l1_carries(an)
     addr_of: dict = {}
+    early = _loaded_after_loops(an, fn)
     for space in ONCHIP:
         groups = [g for g in an.groups if g.home == space]
         panels, region = _panels(groups) if space == L1 else ([], 0)
@@ -175,14 +222,19 @@ def _plan(fn, machine):
                     f"the kernel needs {region} bytes of L1 at once but L1 holds {m.capacity[space]}: its L1 panel "
                     "alone takes them", panels[0].first.owner.loc)
             groups = [g for g in groups if not any(g is p for p in panels)]
-            peak = _first_fit(groups, m.align[space], m.capacity[space] - region, space, addr_of) + region
+            peak = _fit_early(groups, early, m.align[space], m.capacity[space] - region, space, addr_of)
+            if peak is None:
+                peak = _first_fit(groups, m.align[space], m.capacity[space] - region, space, addr_of)
+            peak += region
             for g in groups:
                 addr_of[id(g)] += region
             for g in panels:
                 addr_of[id(g)] = 0
             fn.attrs[f"{space}_peak"] = peak
             continue
-        peak = _first_fit(groups, m.align[space], m.capacity[space], space, addr_of)
+        peak = _fit_early(groups, early, m.align[space], m.capacity[space], space, addr_of)
+        if peak is None:
+            peak = _first_fit(groups, m.align[space], m.capacity[space], space, addr_of)
         key = "ub_peak" if space == UB else f"{space}_peak"
         if space == UB or groups:
             fn.attrs[key] = peak

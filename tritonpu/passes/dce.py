@@ -30,11 +30,17 @@ class DeadCodeElimination(Pass):
         while True:
             used = {id(v) for op in fn.walk() for v in op.operands}
             changed = self._sweep(fn.body, used)
+            # who uses what, once per round: what a prune below removes only makes it stale on
+            # the safe side (a use that is gone still counts); the next round sees the rest
+            users: dict = {}
+            for o in fn.walk():
+                for v in o.operands:
+                    users.setdefault(id(v), []).append(o)
             for op in list(fn.walk()):
                 if op.name == "for":
-                    changed |= _prune_carried(op, fn)
+                    changed |= _prune_carried(op, users)
                 elif op.name == "if":
-                    changed |= _prune_if_results(op, fn)
+                    changed |= _prune_if_results(op, users)
             if not changed:
                 return
 
@@ -52,10 +58,9 @@ class DeadCodeElimination(Pass):
         return changed
 
 
-def _prune_if_results(op: Op, fn: Function) -> bool:
+def _prune_if_results(op: Op, users: dict) -> bool:
     """Drop results of an if that nothing uses (and what its branches yield for them)."""
-    used = {id(v) for o in fn.walk() for v in o.operands}
-    dead = [i for i, r in enumerate(op.results) if id(r) not in used]
+    dead = [i for i, r in enumerate(op.results) if not users.get(id(r))]
     for i in reversed(dead):
         for region in op.regions:
             del region.terminator.operands[i]
@@ -65,14 +70,10 @@ def _prune_if_results(op: Op, fn: Function) -> bool:
     return bool(dead)
 
 
-def _prune_carried(op: Op, fn: Function) -> bool:
+def _prune_carried(op: Op, users: dict) -> bool:
     """Drop carried values of a for loop that only feed their own next value."""
     body = op.regions[0]
     term = body.terminator
-    users: dict = {}
-    for o in fn.walk():
-        for v in o.operands:
-            users.setdefault(id(v), []).append(o)
     changed = False
     for i in reversed(range(len(op.results))):
         res, arg, nxt = op.results[i], body.args[i + 1], term.operands[i]
