@@ -896,6 +896,44 @@ func @k(%x: ptr<f32>) {
     assert "ub_peak = 196608" in out, out
 
 
+_AFTER_LOOP = """
+func @k(%x: ptr<f32>, %n: i32) {
+  %z = constant {value = 0} : i32
+  %one = constant {value = 1} : i32
+  %e = constant {value = N} : i32
+  %xs = splat %x : tensor<64xptr<f32>>
+  %r = for %z, %n, %one, %z {
+  ^bb(%i: i32, %s: i32):
+    %v = load_tile %x, %one, %e : tensor<N xf32>
+    %q = reduce %v {axis = 0, op = "sum"} : f32
+    %c = cast %q : i32
+    %s2 = add %s, %c : i32
+    yield %s2
+  } : i32
+  %w = load_tile %x, %one, %e : tensor<N xf32>
+  %t = reduce %w {axis = 0, op = "sum"} : f32
+  %f = cast %r : f32
+  %u = add %t, %f : f32
+  store %x, %u
+  return
+}
+"""
+
+
+def test_bp_a_tile_loaded_after_a_loop_keeps_clear_of_the_loops_tiles_when_there_is_room():
+    # %w's load need not wait for the loop's last read of %v's buffer: they get different addresses
+    a = _addrs(bp(_AFTER_LOOP.replace("N ", "1024").replace("value = N", "value = 1024")))
+    assert a["w"] + 4096 <= a["v"] or a["v"] + 4096 <= a["w"], a
+
+
+def test_bp_a_tile_loaded_after_a_loop_reuses_the_loops_space_when_nothing_else_fits():
+    # two 128 KiB tiles do not fit UB (192 KiB) side by side: %w takes %v's space, as before
+    out = bp(_AFTER_LOOP.replace("N ", "32768").replace("value = N", "value = 32768"))
+    a = _addrs(out)
+    assert a["w"] == a["v"], a
+    assert int(re.search(r"ub_peak = (\d+)", out).group(1)) < 2 * 131072, out
+
+
 # =============================================================================================
 # optional passes leave results unchanged on the real kernels
 # =============================================================================================
