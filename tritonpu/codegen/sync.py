@@ -75,12 +75,15 @@ class _State:
     """``recs``: key -> _Rec for every record issued so far; ``unord``: pipe -> keys not ordered
     before that pipe's next instruction."""
 
-    def __init__(self, recs=None, unord=None):
+    def __init__(self, recs=None, unord=None, index=None):
         self.recs = dict(recs or {})
         self.unord = {p: set((unord or {}).get(p, ())) for p in PIPES}
+        # space -> keys of the records in that space, of every state of one insert_sync (a key's
+        # space never changes; a state holds a subset): conflicts are looked for among these
+        self.index = {} if index is None else index
 
     def copy(self):
-        return _State(self.recs, self.unord)
+        return _State(self.recs, self.unord, self.index)
 
     def join(self, other):
         out = self.copy()
@@ -104,6 +107,7 @@ class _State:
     def issue(self, ins, keys):
         for key, rec in keys:
             self.recs[key] = rec
+            self.index.setdefault(rec.acc.space, set()).add(key)
             for p in PIPES:
                 if p != ins.pipe:
                     self.unord[p].add(key)
@@ -128,16 +132,18 @@ def _conflicts(st: _State, ins: Instr):
         return set()
     # (by space first: most records are in a space ``ins`` does not touch)
     writes, reads = ins.writes, ins.reads
-    wsp, rsp = {a.space for a in writes}, {a.space for a in reads}
-    recs, pipe = st.recs, ins.pipe
+    recs, pipe, unord = st.recs, ins.pipe, st.unord[ins.pipe]
     out = set()
-    for key in st.unord[pipe]:
-        rec = recs[key]
-        acc = rec.acc
-        if rec.pipe == pipe or (acc.space not in wsp and (not rec.write or acc.space not in rsp)):
-            continue
-        if any(acc.overlaps(a) for a in writes) or (rec.write and any(acc.overlaps(a) for a in reads)):
-            out.add(key)
+    for sp in {a.space for a in writes} | {a.space for a in reads}:
+        ws = [a for a in writes if a.space == sp]
+        rs = [a for a in reads if a.space == sp]
+        for key in unord & st.index.get(sp, set()):
+            rec = recs[key]
+            if rec.pipe == pipe:
+                continue
+            acc = rec.acc
+            if any(acc.overlaps(a) for a in ws) or (rec.write and any(acc.overlaps(a) for a in rs)):
+                out.add(key)
     return out
 
 
@@ -400,7 +406,9 @@ class _Segment:
         self.instrs: list[Instr] = []
         self.before: list[list[Instr]] = []         # syncs inserted before instruction i
         self.after: list[list[Instr]] = []          # set_flags inserted after instruction i
-        self.known: list[set] = []                  # known(pipe of i) right after issuing i
+        # known(pipe of i) right after issuing i -- for instructions with records only (a flag is
+        # only ever set after one of those); None for the others
+        self.known: list = []
         self.issued: dict = {}                      # record key -> position issued in this run
         self.base = 0                               # run positions are segment positions
         self.carried_sets: dict = {}                # position -> loop-carried set_flags after it
@@ -434,7 +442,7 @@ class _Segment:
             self.issued[key] = i
         st.issue(ins, recs)
         self.p.forget(recs)
-        self.known.append(st.known(ins.pipe))
+        self.known.append(st.known(ins.pipe) if recs else None)
 
     def _plan(self, src: str, need: set, i: int):
         """(src, set position k or None for adjacent, event, keys the flag carries)."""

@@ -129,7 +129,8 @@ def _xfer(st, inst, prog):
         if nseg <= 0 or seg <= 0:
             tick(pipe, 1, inst)     # nothing moves: nothing lands later
             return
-        _bounded(nseg * seg, sbuf.size, dbuf.size, inst, f"the transfer moves {nseg} segments of {seg} bytes")
+        if nseg * seg > min(MAX_TRANSFER_BYTES, sbuf.size + dbuf.size):     # (the message only when raised)
+            _bounded(nseg * seg, sbuf.size, dbuf.size, inst, f"the transfer moves {nseg} segments of {seg} bytes")
         rl = seg
         if g_valid is not None:
             rl = min(max(g_valid(), 0), seg)
@@ -292,7 +293,8 @@ def _gather(st, inst, prog):
                 and type(ua) is int):
             check_whole(inst, nrows=n, row_bytes=rb, row_stride=rs, dst_stride=us, gm_address=gb, address=ua)
         if n > 0 and rb > 0:
-            _bounded(n * rb, gbuf.size, ubuf.size, inst, f"the gather moves {n} rows of {rb} bytes")
+            if n * rb > min(MAX_TRANSFER_BYTES, gbuf.size + ubuf.size):
+                _bounded(n * rb, gbuf.size, ubuf.size, inst, f"the gather moves {n} rows of {rb} bytes")
         if n <= 0 or rb <= 0:
             tick(pipe, 1, inst)     # nothing moves: nothing lands later
             return
@@ -385,7 +387,9 @@ def _gather_segments(st, inst, gname, umem, g_g, g_u, g_n, g_rb, g_rs, g_us, gid
         check_whole(inst, nrows=n, row_bytes=rb, row_stride=rs, dst_stride=us, nseg=nseg, seg_stride=sst,
                     dst_seg_stride=dss, gm_address=gb, address=ua)
         if n > 0 and rb > 0 and nseg > 0:
-            _bounded(n * nseg * rb, gbuf.size, ubuf.size, inst, f"the gather moves {n} x {nseg} segments of {rb} bytes")
+            if n * nseg * rb > min(MAX_TRANSFER_BYTES, gbuf.size + ubuf.size):
+                _bounded(n * nseg * rb, gbuf.size, ubuf.size, inst,
+                         f"the gather moves {n} x {nseg} segments of {rb} bytes")
         if n <= 0 or rb <= 0 or nseg <= 0:
             tick(pipe, 1, inst)     # nothing moves: nothing lands later
             return
