@@ -44,6 +44,7 @@ def attention_kernel(q_ptr, k_ptr, v_ptr, o_ptr, seq_len, stride_s, scale,
 
 def attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, BLOCK_M: int = 32, BLOCK_N: int = 32, **launch):
     """q, k, v: (heads, seq, D) arrays of one dtype; returns (out, handle)."""
+    q, k, v = (np.ascontiguousarray(x) for x in (q, k, v))    # (one layout for q, k, v and out)
     heads, seq, d = q.shape
     out = np.empty_like(q)
     h = attention_kernel[(tritonpu.cdiv(seq, BLOCK_M), heads)](

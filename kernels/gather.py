@@ -24,6 +24,7 @@ def gather_kernel(table_ptr, idx_ptr, out_ptr, n_idx, dim, ROWS: tl.constexpr, B
 
 
 def gather(table: np.ndarray, idx: np.ndarray, ROWS: int = 64, BLOCK_D: int = 128, **launch):
+    table, idx = np.ascontiguousarray(table), np.ascontiguousarray(idx)  # (rows of `dim` elements)
     n, dim = idx.size, table.shape[1]
     out = np.empty((n, dim), table.dtype)
     h = gather_kernel[(tritonpu.cdiv(n, ROWS),)](table, idx, out, n, dim, ROWS=ROWS, BLOCK_D=BLOCK_D, **launch)

@@ -67,6 +67,8 @@ MAX_ROW_BLOCK = 8192       # fp32 elements of a row held in one block (32 KiB of
 
 def layernorm(x, w, b, eps=1e-5, BLOCK=None, **launch):
     """``BLOCK=None``: the one-block kernel when the row fits, else column blocks of 512."""
+    # (one row stride for x and y: rows of contiguous columns; w and b element after element)
+    x, w, b = (np.ascontiguousarray(a) for a in (x, w, b))
     rows, cols = x.shape
     y = np.empty_like(x)
     mean = np.empty(rows, np.float32)

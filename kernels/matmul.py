@@ -40,13 +40,24 @@ def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk,
     tl.store(c_ptrs, c, mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))
 
 
+def _strided(x: np.ndarray) -> np.ndarray:
+    """``x`` itself when its strides are whole, non-negative numbers of elements (a view of rows,
+    columns or a transpose: the kernel addresses it with them), else a contiguous copy."""
+    return x if all(s >= 0 and s % x.itemsize == 0 for s in x.strides) else np.ascontiguousarray(x)
+
+
+def _elements(x: np.ndarray) -> tuple:
+    return tuple(s // x.itemsize for s in x.strides)
+
+
 def matmul(a: np.ndarray, b: np.ndarray, out_dtype=np.float32, BLOCK_M=64, BLOCK_N=64, BLOCK_K=32, GROUP_M=8,
            **launch):
     M, K = a.shape
     _, N = b.shape
+    a, b = _strided(a), _strided(b)
     c = np.empty((M, N), out_dtype)
     grid = lambda meta: (tritonpu.cdiv(M, meta["BLOCK_M"]) * tritonpu.cdiv(N, meta["BLOCK_N"]),)  # noqa: E731
-    h = matmul_kernel[grid](a, b, c, M, N, K, a.shape[1], 1, b.shape[1], 1, c.shape[1], 1,
+    h = matmul_kernel[grid](a, b, c, M, N, K, *_elements(a), *_elements(b), *_elements(c),
                             BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, BLOCK_K=BLOCK_K, GROUP_M=GROUP_M, **launch)
     return c, h
 

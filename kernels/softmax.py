@@ -35,7 +35,9 @@ def online_softmax_kernel(out_ptr, in_ptr, row_stride, n_cols, BLOCK: tl.constex
         cols = start + tl.arange(0, BLOCK)
         x = tl.load(base + cols, mask=cols < n_cols, other=-float("inf"))
         m_new = tl.maximum(m, x)
-        s = s * tl.exp(m - m_new) + tl.exp(x - m_new)
+        # a lane that has seen only masked columns keeps m = -inf: exp(-inf - -inf) would be NaN
+        m_safe = tl.where(m_new == -float("inf"), 0.0, m_new)
+        s = s * tl.exp(m - m_safe) + tl.exp(x - m_safe)
         m = m_new
     row_max = tl.max(m, axis=0)
     total = tl.sum(s * tl.exp(m - row_max), axis=0)
@@ -60,6 +62,7 @@ def scale_bias_softmax_kernel(x_ptr, b_ptr, out_ptr, n_cols, scale, BLOCK: tl.co
 
 
 def softmax(x: np.ndarray, **launch):
+    x = np.ascontiguousarray(x)         # (the kernel reads rows of contiguous columns)
     rows, cols = x.shape
     out = np.empty_like(x)
     BLOCK = tritonpu.next_power_of_2(cols)
@@ -68,6 +71,7 @@ def softmax(x: np.ndarray, **launch):
 
 
 def online_softmax(x: np.ndarray, BLOCK: int = 256, **launch):
+    x = np.ascontiguousarray(x)         # (the kernel reads rows of contiguous columns)
     rows, cols = x.shape
     out = np.empty_like(x)
     handle = online_softmax_kernel[(rows,)](out, x, x.shape[1], cols, BLOCK=BLOCK, **launch)
@@ -75,6 +79,7 @@ def online_softmax(x: np.ndarray, BLOCK: int = 256, **launch):
 
 
 def scale_bias_softmax(x: np.ndarray, bias: np.ndarray, scale: float, **launch):
+    x, bias = np.ascontiguousarray(x), np.ascontiguousarray(bias)   # (rows of contiguous columns)
     rows, cols = x.shape
     out = np.empty_like(x)
     handle = scale_bias_softmax_kernel[(rows,)](x, bias, out, cols, scale, BLOCK=tritonpu.next_power_of_2(cols),

@@ -20,6 +20,7 @@ def add_kernel(x_ptr, y_ptr, out_ptr, n_elements, BLOCK: tl.constexpr):
 
 
 def add(x: np.ndarray, y: np.ndarray, BLOCK: int = 1024, **launch):
+    x, y = np.ascontiguousarray(x), np.ascontiguousarray(y)    # (elements one after another)
     out = np.empty_like(x)
     n = x.size
     grid = lambda meta: (tritonpu.cdiv(n, meta["BLOCK"]),)  # noqa: E731
