@@ -203,7 +203,7 @@ def _dispatch(blocks, indent) -> list[str]:
 def source(prog, st, reads) -> tuple[str, dict]:
     """The generated module's source and the objects it names, for ``prog`` run on ``st``'s kind
     of State (sanitized or not, traced or not)."""
-    from . import translate_scalar  # noqa: F401  (registers the scalar families' translators)
+    from . import translate_scalar, translate_transfer  # noqa: F401  (register the families' translators)
     code = prog.code
     E = Emitter(st)
     leaders = _leaders(code)
@@ -226,6 +226,7 @@ def source(prog, st, reads) -> tuple[str, dict]:
     head += ["    def run(max_steps, H):",
              "        clk, cnt, busy, queued, done = st.clk, st.cnt, st.busy, st.queued, st.done",
              "        flags = st.flags",
+             "        GM, SEEN, READ, WRITTEN = st.gm, st.gm_seen, st.gm_read, st.gm_written",
              "        TR = st.trace",
              "        race = st.race",
              "        RD = H is not None and H[1] is not None",
@@ -271,8 +272,9 @@ def runner(prog, st, fns, reads):
         src, names = source(prog, st, reads)
         ns = dict(names)
         ns.update(too_many_steps=too_many_steps, LaunchError=LaunchError, NpuError=NpuError)
-        from . import translate_scalar
+        from . import translate_scalar, translate_transfer
         ns.update(translate_scalar.RUNTIME)
+        ns.update(translate_transfer.RUNTIME)
         exec(compile(src, f"<tritonpu npu translation of {prog.name}>", "exec"), ns)
         factory = made[key] = ns["factory"]
     return factory(st, fns, prog.code)
