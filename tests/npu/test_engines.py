@@ -49,7 +49,10 @@ def test_scalar_instructions_are_written_out_and_others_call_their_closure():
     assert "R[4] = a if type(a) is int and -128 <= a <= 127 else to_type(a, dt" in src
     assert "end, step = loop1" in src                          # endfor: the cell its for fills
     assert "r = F[1]()" in src                                 # for: its closure (bound checks)
-    assert "r = F[12]()" in src                                # the transfer
+    # the transfer (ub -> gm, whole segments): written out, its closure only when the test fails
+    assert "mark_range(WRITTEN[" in src and "dbuf[da:da + seg] = sbuf[sa:sa + seg]" in src
+    assert "    F[12]()\n" in src and "r = F[12]()" not in src
+    assert "r = F[12]()" in _source(LOOP, sanitize=True)       # with the sanitizer: the closure
     assert "F[3]()" not in src and "F[4]()" not in src         # mul, div: written out
     # the scalar unit's clock is settled before code that reads it, not per instruction
     assert "race.issue" not in src and "TR.append" not in src
@@ -160,3 +163,54 @@ def test_the_check_runs_the_reference_on_copies_that_alias_as_the_arguments_do()
     x = np.arange(16, dtype=np.float32)
     L.launch(assemble(text), {"x": x, "y": x}, engine="check")          # y is x: in place
     np.testing.assert_array_equal(x, 2 * np.arange(16, dtype=np.float32))
+
+
+# transfers: whole segments (written out) and what falls back to the closure -- a padded segment,
+# a register that is not a whole number, strided GM segments both ways, on-chip copies, and an
+# out-of-bounds read on the last program
+XFER = """
+.param x gm f32
+.param y gm f32
+.param n i32
+    block_idx s0, 0
+    mul s1, s0, 256
+    mov.gm.ub.f32 ub[0], x[s1], 1, 256, 0, 0
+    mov.gm.ub.f32 ub[256], x[s1], 4, 32, 64, 32
+    sub s2, n, s1
+    mov.gm.ub.f32 ub[512], x[s1], 1, 256, 0, 0, valid=s2, pad=-1.5
+    mov s3, 1.5
+    set_flag MTE2, V, 0
+    wait_flag MTE2, V, 0
+    vadd.f32 ub[1024], ub[0], ub[512], 64
+    vadd.f32 ub[1280], ub[256], ub[256], 32
+    set_flag V, MTE3, 0
+    wait_flag V, MTE3, 0
+    mov.ub.ub ub[2048], ub[1024], 2, 128, 128, 128
+    set_flag MTE3, MTE2, 0
+    wait_flag MTE3, MTE2, 0
+    mov.ub.gm.f32 y[s1], ub[2048], 1, 256, 0, 0
+    mov.ub.gm.f32 y[s1+4096], ub[1280], 2, 64, 64, 128
+"""
+
+
+@pytest.mark.parametrize("n", [4096, 1000])     # n: the bytes valid (1000: programs 1-3 pad)
+def test_both_engines_agree_on_transfers_written_out_and_on_those_that_run_their_closure(n):
+    prog = assemble(XFER)
+    out = {}
+    for engine in ("interpret", "translate"):
+        x = np.arange(2048, dtype=np.float32)
+        y = np.zeros(2048 + 1024, np.float32)
+        st = L.launch(prog, {"x": x, "y": y, "n": n}, grid=(4,), sanitize=False, engine=engine)
+        out[engine] = (y.tobytes(), st.cycles, st.core_cycles, st.pipe_busy, st.instr_count, st.bytes_by_path,
+                       st.stalls, st.read_bytes, st.write_bytes)
+    assert out["interpret"] == out["translate"]
+    y = np.frombuffer(out["translate"][0], np.float32)
+    np.testing.assert_array_equal(y[:64], 2 * np.arange(64))          # program 0: x + x (all valid)
+    msgs = []
+    bad = XFER.replace("mul s1, s0, 256", "mul s1, s0, 2700")         # program 3 reads past the end of x
+    for engine in ("interpret", "translate"):
+        with pytest.raises(OutOfBoundsError) as e:
+            L.launch(assemble(bad), {"x": np.zeros(2048, np.float32), "y": np.zeros(4096, np.float32), "n": 8},
+                     grid=(4,), sanitize=False, engine=engine)
+        msgs.append(str(e.value))
+    assert msgs[0] == msgs[1] and "outside GM parameter 'x'" in msgs[1]
