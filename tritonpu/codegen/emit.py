@@ -225,11 +225,13 @@ class Emitter(ScalarEmitter, VectorEmitter, MemoryEmitter, CubeEmitter):
         return a
 
     def _region_parent(self, v):
-        for op in self.fn.walk():
-            for i, r in enumerate(op.regions):
-                if any(a is v for a in r.args):
-                    return op, i
-        return None
+        """(op, region index) of the region whose argument ``v`` is (a map made once: emission
+        does not change the IR)."""
+        parents = self.__dict__.get("_parents")
+        if parents is None:
+            parents = self._parents = {id(a): (op, i) for op in self.fn.walk()
+                                       for i, r in enumerate(op.regions) for a in r.args}
+        return parents.get(id(v))
 
     def dense_tile(self, v, addr=None) -> Tile:
         ty = v.type
