@@ -1130,3 +1130,31 @@ def test_wrapped_column_gather_matches_the_reference(N, sk):
         evaluator.run(fn, args_ref, (1, 1, 1))
         launch_npu(CompiledKernel("k", fn, {"ir": print_function(fn)}), args_npu, (1, 1, 1), {})
         np.testing.assert_array_equal(args_npu[1], args_ref[1])
+
+
+def test_when_temporaries_do_not_fit_beside_tiles_kept_clear_of_a_loop_the_compile_plans_them_as_they_stand(
+        monkeypatch):
+    import importlib.util
+    from pathlib import Path
+    from tritonpu.codegen import emit, pipeline
+    path = Path(__file__).resolve().parents[2] / "kernels" / "layernorm.py"
+    spec = importlib.util.spec_from_file_location("kernels_layernorm_bp", path)
+    ln = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(ln)
+    seen = []
+    real = emit.Emitter.run
+
+    def run(self):      # emission runs out of UB whenever the plan kept tiles clear of a loop
+        seen.append(self.fn.__dict__.get("early_starts"))
+        if seen[-1]:
+            raise CompilationError("the kernel needs 200000 bytes of Unified Buffer (with temporaries) but UB "
+                                   "holds 196608; use smaller blocks")
+        return real(self)
+    monkeypatch.setattr(emit.Emitter, "run", run)
+    assert pipeline.EARLY_STARTS.get() is True
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((8, 2048), dtype=np.float32)
+    w, b = rng.standard_normal(2048, dtype=np.float32), rng.standard_normal(2048, dtype=np.float32)
+    y = ln.layernorm(x, w, b, BLOCK=512)[0]
+    np.testing.assert_allclose(y, ln.reference(x, w, b), atol=1e-4, rtol=1e-4)
+    assert seen == [True, False], seen          # planned with them, then without

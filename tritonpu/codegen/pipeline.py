@@ -17,7 +17,7 @@ from tritonpu.codegen.sync import insert_sync
 from tritonpu.errors import CompilationError, ExecutionError, LaunchError
 from tritonpu.ir import parse_function
 from tritonpu.passes import PassManager
-from tritonpu.passes.buffer_planning import TRIAL_AFTER_CLEANUP
+from tritonpu.passes.buffer_planning import EARLY_STARTS, TRIAL_AFTER_CLEANUP
 from tritonpu.passes.manager import PassError
 from tritonpu.passes.specialize import launch_values
 
@@ -111,6 +111,14 @@ def _compile_npu(ir_text: str, options, print_after) -> NpuKernel:
     try:
         header, nodes = em.run()
     except CompilationError as e:
+        if fn.__dict__.get("early_starts") and ("Unified Buffer" in e.message or " of L1" in e.message):
+            # the tiles loaded after loops, kept clear of them, left too little room for the
+            # temporaries: plan them as they stand
+            token = EARLY_STARTS.set(False)
+            try:
+                return _compile_npu(ir_text, options, print_after)
+            finally:
+                EARLY_STARTS.reset(token)
         # Buffer planning fits the tiles; emission adds temporaries (a sort's or a reduction's
         # scratch rows, dot operands staged in L1).  When those are what no longer fits next to
         # the second buffers (an L1 panel), the kernel compiles without them rather than not at all.

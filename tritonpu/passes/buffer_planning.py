@@ -111,6 +111,10 @@ def _check_l1_carries(an: Analysis) -> None:
 # final plan then overflows, the compile is run again with ``TRIAL_AFTER_CLEANUP`` set: each trial
 # plans a cleaned-up copy, exactly what buffer planning will see.
 TRIAL_AFTER_CLEANUP = contextvars.ContextVar("trial_after_cleanup", default=False)
+# Tiles loaded after a loop kept clear of its tiles (see the module docstring).  The plan leaves
+# less room for the temporaries emission adds; when they then do not fit, the compile is run
+# again with this off (codegen/pipeline.py).
+EARLY_STARTS = contextvars.ContextVar("early_starts", default=True)
 
 
 def trial_plan(fn) -> None:
@@ -212,7 +216,8 @@ def _plan(fn, machine):
     an = Analysis(fn)
     _check_l1_carries(an)
     addr_of: dict = {}
-    early = _loaded_after_loops(an, fn)
+    early = _loaded_after_loops(an, fn) if EARLY_STARTS.get() else {}
+    an.early_starts = False             # (whether the plan used them: see EARLY_STARTS)
     for space in ONCHIP:
         groups = [g for g in an.groups if g.home == space]
         panels, region = _panels(groups) if space == L1 else ([], 0)
@@ -223,6 +228,7 @@ def _plan(fn, machine):
                     "alone takes them", panels[0].first.owner.loc)
             groups = [g for g in groups if not any(g is p for p in panels)]
             peak = _fit_early(groups, early, m.align[space], m.capacity[space] - region, space, addr_of)
+            an.early_starts |= peak is not None
             if peak is None:
                 peak = _first_fit(groups, m.align[space], m.capacity[space] - region, space, addr_of)
             peak += region
@@ -233,6 +239,7 @@ def _plan(fn, machine):
             fn.attrs[f"{space}_peak"] = peak
             continue
         peak = _fit_early(groups, early, m.align[space], m.capacity[space], space, addr_of)
+        an.early_starts |= peak is not None
         if peak is None:
             peak = _first_fit(groups, m.align[space], m.capacity[space], space, addr_of)
         key = "ub_peak" if space == UB else f"{space}_peak"
@@ -283,4 +290,5 @@ class BufferPlanning(Pass):
     def run(self, fn) -> None:
         an, addr_of = plan(fn, fn.attrs.get("machine", "ascend910b") if isinstance(fn.attrs.get("machine"), str)
                            else "ascend910b")
+        fn.__dict__["early_starts"] = an.early_starts       # (not an IR attribute)
         annotate(fn, an, addr_of)
