@@ -574,3 +574,25 @@ def test_random_programs_pass_the_sanitizer(seed):
     assert all(v <= 3 for v in rep.events_used.values())
     for n in (0, 1):
         run(nodes, n=n)
+
+
+def test_a_drain_orders_only_what_its_early_set_saw_not_what_src_waited_for_after_it():
+    """The first set of MTE2 -> MTE3 goes right after the load before the loop; MTE2 then waits
+    for V (its next load overwrites V's ub[4096]), so later in that run it is ordered after V's
+    write of ub[8192] too, which V issued before that set -- but the early set is not.  After a loop that runs no trip, the store
+    of ub[8192] must wait for V itself: the drain of MTE2 -> MTE3 does not order it (a probe found
+    this as races in attention-like kernels with an extra tile loaded per trip)."""
+    def build():
+        return [vdup(8192), load(0, off=0), vdup(4096), load(4096, off=4096),
+                Loop(S("for s0, 0, n, 1"), [S("mul s1, s0, 4096"), store(0, off="s1"), load(0, off="s1")]),
+                store(8192, off=0), store(4096, off=4096)]
+    assert_races(build)
+    nodes = build()
+    synced(nodes)
+    lines = body_lines(nodes)
+    assert lines[2] == "set_flag MTE2, MTE3, 7", lines          # the early set
+    after = lines[lines.index("endfor") + 1:]
+    assert any(ln.startswith("wait_flag V, MTE3") for ln in after[:after.index("mov.ub.gm y[0], ub[8192], 1, 4096, 0, 0")]), lines
+    for n in (0, 3):
+        x, y = run(nodes, n=n)
+        np.testing.assert_array_equal(y[:1024], np.ones(1024, np.float32))      # vdup's ones, not a race

@@ -350,13 +350,18 @@ class _Pass:
         seg = self.entry.get(id(n))
         before = {}
         for src, dst, ev, known in self.carried_known.get(id(n), ()):
-            # (a set before the loop that went right after its loads orders only what precedes it)
+            # a set before the loop that went right after its loads orders only what src was
+            # ordered after there -- not what src waited for later in that run (found by a probe:
+            # MTE2 waited for V after its early set, and the drain claimed V's write for MTE1) --
+            # and not what the run issues again after it (a record is its latest instance)
             at = self.early.get((id(n), src, dst, ev))
-            if src not in before:
-                before[src] = entry.known(src)
+            early = at is not None and seg is not None
+            if (src, at) not in before:
+                before[(src, at)] = (seg.known[at] or set()) if early else entry.known(src)
+            pre = before[(src, at)]
             keys.setdefault((src, dst, ev), set()).update(
                 k for k in known if k[0] in body_ids or
-                (k in before[src] and (at is None or seg is None or seg.issued.get(k, -1) <= at)))
+                (k in pre and (not early or seg.issued.get(k, -1) <= at)))
         self.drains[id(n)] = [(a, b, e, frozenset(keys.get((a, b, e), ()))) for a, b, e in sorted(self.carried.get(id(n), ()))]
         return head.copy()
 
