@@ -107,3 +107,29 @@ def test_member_advance_and_constexpr_annotated_helper_arguments(backend):
     out = np.zeros(M, np.float32)
     bp_row_sums[(triton.cdiv(M, BM),)](x, out, M, N, BM=BM, BN=BN, backend=backend)
     np.testing.assert_allclose(out, x.sum(1) + np.arange(BN).sum(), rtol=1e-5, atol=1e-4)
+
+
+@triton.jit
+def bp_rows_copy(X, Y, N, R, D: tl.constexpr, BM: tl.constexpr):
+    off = tl.program_id(1) * N + tl.program_id(0) * BM        # tutorial 06's per-head row offset
+    bx = tl.make_block_ptr(X, (R, D), (D, 1), (off, 0), (BM, D), (1, 0))
+    by = tl.make_block_ptr(Y, (R, D), (D, 1), (off, 0), (BM, D), (1, 0))
+    tl.store(by, tl.load(bx, boundary_check=(0,)), boundary_check=(0,))
+
+
+def test_a_row_offset_from_a_scalar_argument_needs_no_lower_bound_check_on_the_npu():
+    """``pid1 * N + pid0 * BM`` is >= 0 when the launch's N is (a guard recompiles otherwise): the
+    boundary check's lower bound holds for every row, so the block moves as one transfer -- it was
+    loaded element by element, its 64x128 int64 offsets alone 64 KiB of UB (tutorial 06 with
+    tensor descriptors at HEAD_DIM 128 did not compile)."""
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((256, 128)).astype(np.float16)
+    y = np.zeros_like(x)
+    h = bp_rows_copy[(2, 2)](x, y, 128, 256, D=128, BM=64, backend="npu")
+    np.testing.assert_array_equal(y, x)
+    assert "mov.gm.ub.f16" in h.asm["isa"] and "tensor<64x128xi64>" not in h.asm["buffer-planning"]
+    # a negative N breaks the guard: recompiled with the check (small blocks, element by element)
+    x = rng.standard_normal((64, 16)).astype(np.float16)
+    y = np.zeros_like(x)
+    bp_rows_copy[(2, 2)](x, y, -64, 64, D=16, BM=32, backend="npu")     # programs (*, 1) start at -64, -32
+    np.testing.assert_array_equal(y, x)

@@ -126,6 +126,18 @@ class Analyzer:
         # `(c + arange) % m` as data (an index vector) instead of affine-unless-it-wraps: the form
         # of the guarded access's other branch, for when the block does wrap around
         self.wrap_as_data = wrap_as_data
+        self.fn = None                  # the function, for launch-value guards (set by the caller)
+
+    def _arg_nonneg(self, v) -> bool:
+        """Whether the kernel's scalar argument ``v`` is >= 0 at this launch -- a guard then
+        recompiles for a launch where it is not (a block pointer's offset ``pid1 * N + pid0 * BM``
+        then needs no lower-bound check)."""
+        if self.fn is None or v.type.is_block or not v.type.is_int or not any(v is a for a in self.fn.args):
+            return False
+        from tritonpu.passes.specialize import decide
+        zero = Op("constant", [], [v.type], {"value": 0})
+        cond = Op("cmp", [v, zero.result], [T.i1], {"pred": "ge"})
+        return decide(self.fn, [zero, cond], cond.result) is True
 
     # ---- offsets ----------------------------------------------------------------------------------
     def affine(self, v) -> Aff:
@@ -300,7 +312,8 @@ class Analyzer:
             # a lower bound `idx >= 0` (block pointers' boundary checks) that holds for every index
             lo, zero = (x, y) if pred == "ge" else (y, x) if pred == "le" else (None, None)
             if lo is not None and zero.uniform and const_of(op.operands[1 if pred == "ge" else 0]) == 0 and \
-                    all(isinstance(st, int) and st >= 0 for st in lo.strides) and nonneg(lo.c, self.loops):
+                    all(isinstance(st, int) and st >= 0 for st in lo.strides) and \
+                    nonneg(lo.c, self.loops, args=self._arg_nonneg):
                 return [None] * rank
             if pred in ("gt", "ge"):
                 x, y = y, x
@@ -350,9 +363,10 @@ def _one_data(x: Aff, y: Aff) -> tuple:
     return (x.data, x.data_dim) if x.data is not None else (y.data, y.data_dim)
 
 
-def nonneg(v, loops: dict, assumed=frozenset()) -> bool:
+def nonneg(v, loops: dict, assumed=frozenset(), args=None) -> bool:
     """True when the integer scalar ``v`` (a Value or an int) is provably >= 0.  ``loops`` maps a
-    for-loop region argument to (loop, index)."""
+    for-loop region argument to (loop, index); ``args(v)``, when given, says whether the kernel's
+    scalar argument ``v`` is (a launch-value guard: see passes/specialize.py)."""
     if isinstance(v, int):
         return v >= 0
     if id(v) in assumed:
@@ -361,13 +375,13 @@ def nonneg(v, loops: dict, assumed=frozenset()) -> bool:
     if op is None:
         # a loop's induction variable or carried value that starts >= 0 and only grows
         if id(v) not in loops:
-            return False
+            return bool(args is not None and args(v))
         loop, i = loops[id(v)]
         if i == 0:
             step = const_of(loop.operands[2])
-            return isinstance(step, int) and step > 0 and nonneg(loop.operands[0], loops, assumed)
+            return isinstance(step, int) and step > 0 and nonneg(loop.operands[0], loops, assumed, args)
         init, nxt = loop.operands[3 + i - 1], loop.regions[0].terminator.operands[i - 1]
-        return nonneg(init, loops, assumed) and nonneg(nxt, loops, assumed | {id(v)})
+        return nonneg(init, loops, assumed, args) and nonneg(nxt, loops, assumed | {id(v)}, args)
     k = const_of(v)
     if k is not None:
         return isinstance(k, int) and not isinstance(k, bool) and k >= 0
@@ -378,11 +392,11 @@ def nonneg(v, loops: dict, assumed=frozenset()) -> bool:
     if op.name in ("add", "mul", "maximum", "minimum", "div", "rem", "and") or \
             (op.name in ("splat", "broadcast", "expand_dims", "reshape") and op.operands):
         if op.name == "maximum":
-            return any(nonneg(o, loops, assumed) for o in op.operands)
-        return all(nonneg(o, loops, assumed) for o in op.operands)
+            return any(nonneg(o, loops, assumed, args) for o in op.operands)
+        return all(nonneg(o, loops, assumed, args) for o in op.operands)
     if op.name == "cast" and op.operands[0].type.scalar.is_int and v.type.scalar.is_int and \
             v.type.scalar.bits >= op.operands[0].type.scalar.bits:
-        return nonneg(op.operands[0], loops, assumed)
+        return nonneg(op.operands[0], loops, assumed, args)
     return False
 
 

@@ -145,6 +145,7 @@ class MemoryAnalysis(Pass):
     def _analyzer(self, op: Op, wrap_as_data: bool = False) -> "Analyzer":
         an = Analyzer(Builder(op), self.loops, wrap_as_data)
         an.inductions = self.inductions
+        an.fn = self.fn
         return an
 
     def _rewrite_fast(self, op: Op, b: "Builder", an: "Analyzer"):
