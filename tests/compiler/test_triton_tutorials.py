@@ -7,6 +7,7 @@ import pytest
 
 import tritonpu as triton
 import tritonpu.language as tl
+from tritonpu.errors import CompilationError
 
 
 @triton.autotune(configs=[triton.Config({'BLOCK_SIZE_M': 64, 'BLOCK_SIZE_N': 64, 'BLOCK_SIZE_K': 32, 'GROUP_SIZE_M': 8}, num_stages=3, num_warps=4)], key=['M', 'N', 'K'])
@@ -219,3 +220,18 @@ def test_tutorial_layer_norm_forward(M, N, block):
     np.testing.assert_allclose(y.astype(np.float32), ref, rtol=1e-2, atol=1e-2)
     np.testing.assert_allclose(mean, mu[:, 0], rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(rstd, 1 / np.sqrt(var[:, 0] + 1e-5), rtol=1e-4)
+
+
+def test_a_256x256_accumulator_names_the_loop_the_user_wrote():
+    """A 256x256 fp32 accumulator fits neither L0C (128 KiB) nor UB.  The message pointed at an
+    'if' the source does not have (a pass had made the K loop two versions); it names the loop
+    and a block size that fits."""
+    a = np.zeros((200, 100), np.float16)
+    b = np.zeros((100, 300), np.float16)
+    c = np.empty((200, 300), np.float16)
+    with pytest.raises(CompilationError) as e:
+        matmul_kernel.fn[(2,)](a, b, c, 200, 300, 100, 100, 1, 300, 1, 300, 1, BLOCK_SIZE_M=256, BLOCK_SIZE_N=256,
+                               BLOCK_SIZE_K=32, GROUP_SIZE_M=8, ACTIVATION="")
+    msg = str(e.value)
+    assert "'if'" not in msg and "(the loop or branch at line 33 computes blocks" in msg, msg
+    assert "it fits with BLOCK_SIZE_M=128" in msg or "it fits with BLOCK_SIZE_N=128" in msg, msg

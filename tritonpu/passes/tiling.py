@@ -63,6 +63,12 @@ def _why_not(bad, nested) -> str:
             what = "reduction" if op.name == "reduce" else "scan"
             return (f" (the {what} at line {op.loc.line} needs its whole block on chip: loop over the block in "
                     "smaller pieces and carry the partial results, as an online softmax does)")
+        if op.name in ("for", "while", "if"):
+            # (an `if` may be a version of a loop a pass made: the user wrote a loop or a branch there)
+            what = "the loop" if op.name != "if" else "the loop or branch"
+            return f" ({what} at line {op.loc.line} computes blocks: only element-by-element work is split)"
+        if op.name == "dot":
+            return f" (the tl.dot at line {op.loc.line} needs its whole result block at once)"
         return f" ('{op.name}' at line {op.loc.line} does not work element by element)"
     if nested:
         return " (blocks computed inside loops are not split)"
