@@ -138,7 +138,8 @@ class CubeHomes:
     def _l0c_stores(self, op: Op) -> None:
         """An L0C accumulator whose final value is only stored (2-D, rows contiguous in GM) stays
         in L0C after the loop: FIX writes it to GM itself, converting it on the way (a float
-        cast of it that is only stored is that conversion).  The final value may reach the store
+        cast of it that is only stored is that conversion); one whose final value is only read a
+        few rows at a time (``slice {start}``) stays there too: FIX drains those rows.  The final value may reach the store
         through the results of ``if``s whose every branch yields such an accumulator (the
         versions ``unswitch`` makes of the loop): they all share one L0C tile."""
         for i, chain in self.l0c_loops.get(id(op), {}).items():
@@ -156,6 +157,13 @@ class CubeHomes:
                 final = ifop.results[uses[0][1]]
                 path.append(final)
             uses = self.users.get(id(final), [])
+            if len(final.type.shape) == 2 and uses and all(u.name == "slice" and "start" in u.attrs for u, _ in uses):
+                # an epilogue done a few rows at a time (passes/epilogue_rows.py): FIX drains each
+                # slice's rows into UB, the accumulator stays in L0C
+                for v in path:
+                    self.home[id(v)] = L0C
+                self.l0c_stored.setdefault(id(op), {})[i] = tuple(path[1:])
+                continue
             cast = uses[0][0] if len(uses) == 1 and uses[0][0].name == "cast" \
                 and final.type.scalar.is_float and uses[0][0].result.type.scalar.is_float else None
             stored = final if self._stored_row_major_only(final) else \

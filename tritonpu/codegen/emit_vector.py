@@ -358,9 +358,17 @@ class VectorEmitter:
             self.define(op.result, Tile.dense(d.addr, d.dtype, shape, d.esize))
 
     def kind_slice(self, op) -> None:
-        """The leading sub-block: the operand's tile, fewer elements (same address and strides)."""
+        """The leading sub-block: the operand's tile, fewer elements (same address and strides);
+        from row ``start``: that much further.  Rows of an accumulator in L0C are drained into the
+        slice's own UB tile by FIX."""
         t = self.as_tile(op.operands[0])
-        self.define(op.result, t.with_(shape=tuple(op.result.type.shape)))
+        start = op.attrs.get("start", 0)
+        shape = tuple(op.result.type.shape)
+        if t.space == "l0c":
+            row = -(-t.shape[1] // 16) * 16 * 4            # L0C rows are padded to 16 elements
+            self.drain_l0c(t.with_(addr=t.addr + start * row, shape=shape), self.out_tile(op.result))
+            return
+        self.define(op.result, t.with_(addr=t.addr + start * t.strides[0] * t.esize, shape=shape))
 
     # ---- reductions and scans ---------------------------------------------------------------------
     def _reduce_geometry(self, t: Tile, axis: int):

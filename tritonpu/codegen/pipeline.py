@@ -22,7 +22,8 @@ from tritonpu.passes.manager import PassError
 from tritonpu.passes.specialize import launch_values
 
 # The passes the NPU path runs, in order (each is a file in tritonpu/passes/).
-NPU_PIPELINE = ["canonicalize", "memory-analysis", "cse", "trip-extents", "fusion", "unswitch", "dce", "tiling", "persistent",
+NPU_PIPELINE = ["canonicalize", "memory-analysis", "cse", "trip-extents", "fusion", "unswitch", "dce", "tiling",
+                "epilogue-rows", "persistent",
                 "versioning", "hoist", "stagger", "panel-reuse", "double-buffer", "cleanup", "buffer-planning"]
 # Passes a user may switch off (results must not change; tests check it).
 OPTIONAL_PASSES = ("canonicalize", "memory-analysis", "cse", "trip-extents", "fusion", "unswitch", "persistent", "versioning", "hoist",

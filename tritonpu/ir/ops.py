@@ -96,9 +96,10 @@ def _rows() -> list[OpDef]:
         OpDef("expand_dims", "shape", (1, 1), 1, ("axis",), doc="insert a dimension of size 1 at axis"),
         OpDef("reshape", "shape", (1, 1), 1, doc="same elements in row-major order, new shape"),
         OpDef("permute", "shape", (1, 1), 1, ("order",), doc="result dim i is operand dim order[i]"),
-        OpDef("slice", "slice", (1, 1), 1,
+        OpDef("slice", "slice", (1, 1), 1, (), ("start",),
               doc="the operand's leading sub-block of the result's shape: element [i, j, ..] is the operand's "
-                  "[i, j, ..] (same rank, no extent larger than the operand's)"),
+                  "[i, j, ..] (same rank, no extent larger than the operand's); {start = s} (NPU passes): "
+                  "from row s, element [i, ..] is the operand's [s + i, ..]"),
         OpDef("cmp", "compare", (2, 2), 1, ("pred",), doc="elementwise comparison -> i1; pred in " + "/".join(CMP_PREDICATES)),
         OpDef("select", "select", (3, 3), 1, doc="cond ? a : b elementwise"),
         OpDef("fma", "elementwise", (3, 3), 1, doc="a * b + c"),

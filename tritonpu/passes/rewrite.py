@@ -272,3 +272,26 @@ def trip_work(lp: LoopView, loads=(), fills=()) -> tuple:
                                                                              "cast", "reduce"):
             vector += -(-tile_bytes(o.results[0].type) // m.vector_repeat_bytes)
     return mte2, cube, vector
+
+
+# ---- trying a rewrite on a copy ------------------------------------------------------------------
+# Block ops that work element by element (tiling and epilogue-rows split them by rows).
+ELEMENTWISE_KINDS = {"elementwise", "compare", "select", "splat", "broadcast", "constant", "arange"}
+
+
+def fits_on_chip(fn, reuse=False) -> bool:
+    """Whether the blocks fit on chip as they are (buffer planning's judgement; ``reuse``: also
+    with work done in place over loaded tiles, its last resort -- which then stays set on ``fn``)."""
+    from tritonpu.errors import CompilationError
+    from tritonpu.passes.buffer_planning import plan
+    try:
+        plan(fn, reuse=reuse)
+        return True
+    except CompilationError:
+        return False
+
+
+def copy_function(fn):
+    """An independent copy of ``fn`` (through its text) to try a rewrite on."""
+    from tritonpu.ir import parse_function, print_function
+    return parse_function(print_function(fn))

@@ -22,20 +22,9 @@ from tritonpu.ir import Function, Op, Value
 from tritonpu.ir import types as T
 from tritonpu.isa.machines import machine as get_machine
 from tritonpu.passes.manager import Pass, register
+from tritonpu.passes.rewrite import ELEMENTWISE_KINDS, copy_function, fits_on_chip
 
-_TILEABLE_KINDS = {"elementwise", "compare", "select", "splat", "broadcast", "constant", "arange"}
 _TILEABLE_OPS = {"load_tile", "store_tile", "expand_dims", "cast"}
-
-
-def _fits(fn, reuse=False) -> bool:
-    """Whether the blocks fit UB as they are (``reuse``: also with work done in place over loaded
-    tiles, buffer planning's last resort — which then stays set on ``fn``)."""
-    from tritonpu.passes.buffer_planning import plan
-    try:
-        plan(fn, reuse=reuse)
-        return True
-    except CompilationError:
-        return False
 
 
 def _too_big(fn, cap):
@@ -86,12 +75,12 @@ class Tiling(Pass):
 
     def run(self, fn: Function) -> None:
         cap = get_machine("ascend910b").capacity["ub"]
-        if _fits(fn):
+        if fits_on_chip(fn):
             return
         ops = _block_ops(fn)
         nested = any(op.regions and any(v.type.is_block for o in op.walk() for v in list(o.results) + list(o.operands))
                      for op in fn.body.ops)
-        bad = [op for op in ops if not (op.opdef.kind in _TILEABLE_KINDS or op.name in _TILEABLE_OPS)
+        bad = [op for op in ops if not (op.opdef.kind in ELEMENTWISE_KINDS or op.name in _TILEABLE_OPS)
                or (op.name == "cast" and op.name == "bitcast")]
         blocks = [v for op in ops for v in list(op.results) + list(op.operands) if v.type.is_block]
         d0s = {v.type.shape[0] for v in blocks if len(v.type.shape) > 1 and v.type.shape[0] != 1} or \
@@ -100,7 +89,7 @@ class Tiling(Pass):
         rows = _row_values(ops, d0) if d0 is not None and not (nested or bad) else None
         big = _too_big(fn, cap)
         if not rows:                # (no block carries the rows: nothing to split either)
-            if _fits(fn, reuse=True):
+            if fits_on_chip(fn, reuse=True):
                 return
             if big:
                 inner = [op for op in fn.walk() if op.name in ("reduce", "scan")]
@@ -112,20 +101,15 @@ class Tiling(Pass):
             t //= 2
             if d0 % t:
                 continue
-            trial = _clone(fn)
+            trial = copy_function(fn)
             _strip_mine(trial, d0, t)
-            if _fits(trial):
+            if fits_on_chip(trial):
                 _strip_mine(fn, d0, t)
                 return
-        if _fits(fn, reuse=True):
+        if fits_on_chip(fn, reuse=True):
             return
         if big:
             _fail(*big, cap, " even in tiles of one row")
-
-
-def _clone(fn):
-    from tritonpu.ir import parse_function, print_function
-    return parse_function(print_function(fn))
 
 
 def _retype(ty, d0, t):

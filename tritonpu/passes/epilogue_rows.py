@@ -1,0 +1,160 @@
+"""Epilogue rows: the elementwise work after a dot loop, done a few rows of the accumulator at a time.
+
+A matmul's epilogue (``acc = leaky_relu(acc)``, ``acc + bias[None, :]``, ``acc.to(tl.float16)``,
+then a store) runs on the vector unit, so the loop's accumulator is drained from L0C into the
+Unified Buffer whole, and the epilogue's temporaries take as much again: a 128x256 fp32
+accumulator alone is 128 KiB of the 192 KiB.  When the kernel does not fit UB that way, this pass
+does the epilogue in chunks of T rows.
+
+Guarantees: when the function's blocks do not fit on chip (buffer planning's judgement), take a
+``for`` loop (or an ``if`` of its versions, see passes/unswitch.py) at the top level of the body
+with a 2-D f32 or i32 result R whose every use is
+elementwise work (elementwise ops, compares, selects, casts, splats, broadcasts of one row,
+constants) ending in ``store_tile``s of values with R's rows and unit column stride, every block
+value on the way carrying R's rows, being one row, or uniform (a splat or constant: made again
+per chunk).  That work is cloned once per chunk of T rows (T
+the largest power of two below R's rows that divides them and lets the kernel fit): each chunk
+reads ``slice R {start = c}`` (rows c .. c+T of R: FIX drains them from L0C), computes exactly
+what the epilogue computed on those rows, and stores them with its pointer ``c`` rows further and
+its valid rows ``clamp(valid - c, 0, T)``.  Values of one row (``bias[None, :]``) are computed
+once.  Every element is computed, converted and stored as before (results bitwise unchanged).
+When no chunk size fits the function is left as it is (buffer planning reports what does not fit).
+"""
+from __future__ import annotations
+
+from tritonpu.codegen.homes import const_value
+from tritonpu.ir import Function, Op
+from tritonpu.ir import types as T
+from tritonpu.passes.manager import Pass, register
+from tritonpu.passes.rewrite import ELEMENTWISE_KINDS, clone_op, copy_function, fits_on_chip
+
+_EPILOGUE_OPS = {"cast", "expand_dims"}
+_UNIFORM = ("splat", "constant")        # block values the same in every row
+
+
+def _users(fn) -> dict:
+    out: dict = {}
+    for o in fn.walk():
+        for i, v in enumerate(o.operands):
+            out.setdefault(id(v), []).append((o, i))
+    return out
+
+
+def _epilogue(fn: Function, loop: Op, r, users):
+    """(ops of the epilogue of ``r`` in body order, ids of the values carrying its rows, the
+    stores) when it has the form the module docstring states, else None."""
+    body = fn.body.ops
+    m = r.type.shape[0]
+    rows, ops, stores = {id(r)}, [], []
+    for o in body[body.index(loop) + 1:]:
+        if not any(id(v) in rows for v in o.operands):
+            continue
+        if o.name == "store_tile":
+            val = o.operands[-1]
+            if id(val) not in rows or len(val.type.shape) != 2 or const_value(o.operands[2]) != 1 or \
+                    any(id(v) in rows for v in o.operands[:-1]):
+                return None
+            stores.append(o)
+            ops.append(o)
+            continue
+        if not (o.opdef.kind in ELEMENTWISE_KINDS or o.name in _EPILOGUE_OPS) or o.regions or len(o.results) != 1:
+            return None
+        res = o.result
+        if not res.type.is_block or len(res.type.shape) != 2 or res.type.shape[0] != m:
+            return None
+        if o.name == "broadcast" and o.operands[0].type.shape[0] != m:
+            return None
+        for v in o.operands:        # other blocks of R's rows: uniform (made again per chunk)
+            if v.type.is_block and v.type.shape[0] == m and m != 1 and id(v) not in rows and \
+                    (v.owner is None or v.owner.name not in _UNIFORM):
+                return None
+        rows.add(id(res))
+        ops.append(o)
+    if not stores:
+        return None
+    for o in ops:               # nothing but the epilogue reads what it computes on R's rows
+        for res in o.results:
+            if any(id(u) not in {id(x) for x in ops} for u, _ in users.get(id(res), [])):
+                return None
+    if any(u not in ops for u, _ in users.get(id(r), [])):
+        return None
+    return ops, rows, stores
+
+
+def _chunk(fn: Function, loop: Op, r, ops, rows, t: int) -> None:
+    body = fn.body.ops
+    m = r.type.shape[0]
+    loc = ops[0].loc
+    out = []
+
+    def new(name, operands, ty, **attrs):
+        o = Op(name, operands, [ty], attrs, loc=loc)
+        out.append(o)
+        return o.result
+
+    def i64(v):
+        return v if v.type == T.i64 else new("cast", [v], T.i64)
+
+    def rows_of(ty):
+        return T.block(ty.scalar, (t,) + tuple(ty.shape[1:]))
+
+    for c in range(0, m, t):
+        mapping = {id(r): new("slice", [r], rows_of(r.type), start=c)}
+        for o in ops:
+            for v in o.operands:        # a uniform block of R's rows: the chunk's own, of T rows
+                if v.type.is_block and v.type.shape[0] == m and id(v) not in rows and id(v) not in mapping:
+                    u = v.owner
+                    mapping[id(v)] = new(u.name, list(u.operands), rows_of(v.type), **u.attrs)
+            n = clone_op(o, mapping)
+            for res in n.results:
+                if id(o.results[n.results.index(res)]) in rows:
+                    res.type = T.block(res.type.scalar, (t,) + tuple(res.type.shape[1:]))
+            if n.name == "store_tile":
+                ptr, s0, v0 = n.operands[0], n.operands[1], n.operands[3]
+                step = new("mul", [new("constant", [], T.i64, value=c), i64(s0)], T.i64)
+                n.operands[0] = new("addptr", [ptr, step], ptr.type)
+                left = new("sub", [i64(v0), new("constant", [], T.i64, value=c)], T.i64)
+                left = new("maximum", [left, new("constant", [], T.i64, value=0)], T.i64)
+                n.operands[3] = new("minimum", [left, new("constant", [], T.i64, value=t)], T.i64)
+            out.append(n)
+    for o in out:
+        o.parent = fn.body
+    # what the body computes between the epilogue's ops reads none of its values: it goes first
+    last = max(body.index(o) for o in ops)
+    before = [o for o in body[:last] if all(o is not x for x in ops)]
+    after = [o for o in body[last + 1:]]
+    fn.body.ops = before + out + after
+
+
+@register
+class EpilogueRows(Pass):
+    name = "epilogue-rows"
+
+    def run(self, fn: Function) -> None:
+        if fits_on_chip(fn):
+            return
+        users = _users(fn)
+        for loop in [o for o in fn.body.ops if o.name in ("for", "if")]:
+            for r in loop.results:
+                if not (r.type.is_block and len(r.type.shape) == 2 and str(r.type.scalar) in ("f32", "i32")):
+                    continue
+                found = _epilogue(fn, loop, r, users)
+                if found is None:
+                    continue
+                ops, rows, _ = found
+                m = r.type.shape[0]
+                t = m
+                while t > 1:
+                    t //= 2
+                    if m % t:
+                        continue
+                    trial = copy_function(fn)
+                    i = fn.body.ops.index(loop)
+                    tl_ = trial.body.ops[i]
+                    found2 = _epilogue(trial, tl_, tl_.results[list(loop.results).index(r)], _users(trial))
+                    if found2 is None:
+                        return
+                    _chunk(trial, tl_, tl_.results[list(loop.results).index(r)], found2[0], found2[1], t)
+                    if fits_on_chip(trial):
+                        _chunk(fn, loop, r, ops, rows, t)
+                        return
