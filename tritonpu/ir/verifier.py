@@ -97,10 +97,10 @@ def _check_types(op: Op) -> None:
         a, r = ins[0].type.shape, res.shape
         start = op.attrs.get("start", 0)
         if ins[0].type.scalar != res.scalar or ins[0].type.is_ptr or len(a) != len(r) or \
-                any(y > x or y < 1 for x, y in zip(a, r)) or \
-                not (isinstance(start, int) and 0 <= start and r and start + r[0] <= a[0]):
-            _fail(op, f"takes a leading sub-block of values of one rank and type (from row `start`), got "
-                      f"{ins[0].type} -> {res}")
+                any(y > x or y < 1 for x, y in zip(a, r)):
+            _fail(op, f"takes a leading sub-block of values of one rank and type, got {ins[0].type} -> {res}")
+        if not (isinstance(start, int) and 0 <= start and (not r or start + r[0] <= a[0])):
+            _fail(op, f"takes rows {start!r} .. of its operand: they must be rows of it, got {ins[0].type} -> {res}")
     elif kind == "reduce":
         if op.attrs["op"] not in REDUCE_KINDS:
             _fail(op, f"unknown reduction {op.attrs['op']!r}")
