@@ -81,20 +81,26 @@ TUTORIAL_CONFIGS = [(128, 256, 64), (64, 256, 32), (128, 128, 32), (128, 64, 32)
                     (64, 32, 32), (32, 64, 32), (128, 256, 128), (256, 128, 128)]
 
 
+def _at_config(config, M, N, K, activation, seed):
+    """(a, b, c, handle): the tutorial kernel run at one (BM, BN, BK) config on random fp16 inputs."""
+    bm, bn, bk = config
+    rng = np.random.default_rng(seed)
+    a = rng.standard_normal((M, K)).astype(np.float16)
+    b = rng.standard_normal((K, N)).astype(np.float16)
+    c = np.empty((M, N), np.float16)
+    h = matmul_kernel.fn[(triton.cdiv(M, bm) * triton.cdiv(N, bn),)](
+        a, b, c, M, N, K, K, 1, N, 1, N, 1, BLOCK_SIZE_M=bm, BLOCK_SIZE_N=bn, BLOCK_SIZE_K=bk, GROUP_SIZE_M=8,
+        ACTIVATION=activation)
+    return a, b, c, h
+
+
 @pytest.mark.parametrize("config", TUTORIAL_CONFIGS, ids=lambda c: "x".join(map(str, c)))
 @pytest.mark.parametrize("M,N,K", [(200, 300, 160), (256, 256, 128)])
 def test_tutorial_matmul_at_every_config_of_its_autotune_list(config, M, N, K):
     """Every config compiles and is right, also where the `% M` / `% N` offsets wrap around (M, N
     not multiples of the block: those programs gather rows / columns straight into L1); no
     operand or address passes through the Unified Buffer."""
-    bm, bn, bk = config
-    rng = np.random.default_rng(bm + bn + bk)
-    a = rng.standard_normal((M, K)).astype(np.float16)
-    b = rng.standard_normal((K, N)).astype(np.float16)
-    c = np.empty((M, N), np.float16)
-    h = matmul_kernel.fn[(triton.cdiv(M, bm) * triton.cdiv(N, bn),)](
-        a, b, c, M, N, K, K, 1, N, 1, N, 1, BLOCK_SIZE_M=bm, BLOCK_SIZE_N=bn, BLOCK_SIZE_K=bk, GROUP_SIZE_M=8,
-        ACTIVATION="")
+    a, b, c, h = _at_config(config, M, N, K, "", seed=sum(config))
     np.testing.assert_allclose(c.astype(np.float32), a.astype(np.float32) @ b.astype(np.float32),
                                rtol=2e-2, atol=5e-2)
     assert set(h.stats.bytes_by_path) == {"gm->l1", "l1->l0a", "l1->l0b", "l0c->gm"}, h.stats.bytes_by_path
@@ -245,15 +251,7 @@ def test_the_leaky_relu_epilogue_at_the_largest_configs_runs_a_few_rows_at_a_tim
     and leaky_relu's temporaries do not fit UB together (263680 bytes: it did not compile); the
     epilogue-rows pass drains the accumulator from L0C a few rows at a time and runs the epilogue
     on each (results element for element as before)."""
-    bm, bn, bk = config
-    M, N, K = 260, 300, 100
-    rng = np.random.default_rng(7)
-    a = rng.standard_normal((M, K)).astype(np.float16)
-    b = rng.standard_normal((K, N)).astype(np.float16)
-    c = np.empty((M, N), np.float16)
-    h = matmul_kernel.fn[(triton.cdiv(M, bm) * triton.cdiv(N, bn),)](
-        a, b, c, M, N, K, K, 1, N, 1, N, 1, BLOCK_SIZE_M=bm, BLOCK_SIZE_N=bn, BLOCK_SIZE_K=bk, GROUP_SIZE_M=8,
-        ACTIVATION="leaky_relu")
+    a, b, c, h = _at_config(config, 260, 300, 100, "leaky_relu", seed=7)
     ref = a.astype(np.float32) @ b.astype(np.float32)
     np.testing.assert_allclose(c.astype(np.float32), np.where(ref >= 0, ref, 0.01 * ref), rtol=2e-2, atol=5e-2)
     ir = h.asm["epilogue-rows"]

@@ -26,7 +26,7 @@ from tritonpu.codegen.homes import const_value
 from tritonpu.ir import Function, Op
 from tritonpu.ir import types as T
 from tritonpu.passes.manager import Pass, register
-from tritonpu.passes.rewrite import ELEMENTWISE_KINDS, clone_op, copy_function, fits_on_chip
+from tritonpu.passes.rewrite import ELEMENTWISE_KINDS, clone_op, fits_on_chip, shift_rows, split_that_fits
 
 _EPILOGUE_OPS = {"cast", "expand_dims"}
 _UNIFORM = ("splat", "constant")        # block values the same in every row
@@ -92,9 +92,6 @@ def _chunk(fn: Function, loop: Op, r, ops, rows, t: int) -> None:
         out.append(o)
         return o.result
 
-    def i64(v):
-        return v if v.type == T.i64 else new("cast", [v], T.i64)
-
     def rows_of(ty):
         return T.block(ty.scalar, (t,) + tuple(ty.shape[1:]))
 
@@ -110,12 +107,7 @@ def _chunk(fn: Function, loop: Op, r, ops, rows, t: int) -> None:
                 if id(o.results[n.results.index(res)]) in rows:
                     res.type = T.block(res.type.scalar, (t,) + tuple(res.type.shape[1:]))
             if n.name == "store_tile":
-                ptr, s0, v0 = n.operands[0], n.operands[1], n.operands[3]
-                step = new("mul", [new("constant", [], T.i64, value=c), i64(s0)], T.i64)
-                n.operands[0] = new("addptr", [ptr, step], ptr.type)
-                left = new("sub", [i64(v0), new("constant", [], T.i64, value=c)], T.i64)
-                left = new("maximum", [left, new("constant", [], T.i64, value=0)], T.i64)
-                n.operands[3] = new("minimum", [left, new("constant", [], T.i64, value=t)], T.i64)
+                shift_rows(n, new("constant", [], T.i64, value=c), t, new)
             out.append(n)
     for o in out:
         o.parent = fn.body
@@ -141,20 +133,13 @@ class EpilogueRows(Pass):
                 found = _epilogue(fn, loop, r, users)
                 if found is None:
                     continue
-                ops, rows, _ = found
-                m = r.type.shape[0]
-                t = m
-                while t > 1:
-                    t //= 2
-                    if m % t:
-                        continue
-                    trial = copy_function(fn)
-                    i = fn.body.ops.index(loop)
-                    tl_ = trial.body.ops[i]
-                    found2 = _epilogue(trial, tl_, tl_.results[list(loop.results).index(r)], _users(trial))
-                    if found2 is None:
-                        return
-                    _chunk(trial, tl_, tl_.results[list(loop.results).index(r)], found2[0], found2[1], t)
-                    if fits_on_chip(trial):
-                        _chunk(fn, loop, r, ops, rows, t)
-                        return
+                k, j = fn.body.ops.index(loop), list(loop.results).index(r)
+
+                def split(f, t, k=k, j=j):
+                    lp = f.body.ops[k]
+                    got = _epilogue(f, lp, lp.results[j], _users(f))
+                    if got is None:
+                        return False
+                    _chunk(f, lp, lp.results[j], got[0], got[1], t)
+                if split_that_fits(fn, r.type.shape[0], split) is not None:
+                    return

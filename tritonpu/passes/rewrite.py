@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 from tritonpu.ir import Function, Op, Region, Value
+from tritonpu.ir import types as T
 from tritonpu.ir.ops import TILE_LOADS  # noqa: F401  (shared with the passes from here)
 _WRITES = {"store": 0, "store_tile": 0, "scatter_rows": 0, "atomic_rmw": 0, "atomic_cas": 0}
 _POINTER_PATH = ("addptr", "splat", "broadcast", "expand_dims", "reshape", "permute")
@@ -295,3 +296,36 @@ def copy_function(fn):
     """An independent copy of ``fn`` (through its text) to try a rewrite on."""
     from tritonpu.ir import parse_function, print_function
     return parse_function(print_function(fn))
+
+
+def split_that_fits(fn, n: int, split) -> int | None:
+    """The largest power of two ``t`` below ``n`` that divides it and for which ``split(f, t)``
+    makes a copy of ``fn`` fit on chip -- then ``split(fn, t)`` is done -- or None.  ``split``
+    returning False gives up."""
+    t = n
+    while t > 1:
+        t //= 2
+        if n % t:
+            continue
+        trial = copy_function(fn)
+        if split(trial, t) is False:
+            return None
+        if fits_on_chip(trial):
+            split(fn, t)
+            return t
+    return None
+
+
+def shift_rows(op: Op, off: Value, t: int, new) -> None:
+    """``op`` (a ``load_tile`` or ``store_tile``) moved ``off`` rows further, its valid rows
+    ``clamp(valid - off, 0, t)``: the work of a tile of ``t`` rows starting at row ``off`` of the
+    block it moved.  ``new(name, operands, type, **attrs)`` makes (and places) the ops for that."""
+    def i64(v):
+        return v if v.type == T.i64 else new("cast", [v], T.i64)
+    rank = len((op.result.type if op.name == "load_tile" else op.operands[-1].type).shape)
+    ptr, s0, v0 = op.operands[0], op.operands[1], op.operands[1 + rank]
+    step = new("mul", [i64(off), i64(s0)], T.i64)
+    op.operands[0] = new("addptr", [ptr, step], ptr.type)
+    left = new("sub", [i64(v0), i64(off)], T.i64)
+    left = new("maximum", [left, new("constant", [], T.i64, value=0)], T.i64)
+    op.operands[1 + rank] = new("minimum", [left, new("constant", [], T.i64, value=t)], T.i64)

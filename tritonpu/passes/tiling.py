@@ -22,7 +22,7 @@ from tritonpu.ir import Function, Op, Value
 from tritonpu.ir import types as T
 from tritonpu.isa.machines import machine as get_machine
 from tritonpu.passes.manager import Pass, register
-from tritonpu.passes.rewrite import ELEMENTWISE_KINDS, copy_function, fits_on_chip
+from tritonpu.passes.rewrite import ELEMENTWISE_KINDS, fits_on_chip, shift_rows, split_that_fits
 
 _TILEABLE_OPS = {"load_tile", "store_tile", "expand_dims", "cast"}
 
@@ -96,16 +96,8 @@ class Tiling(Pass):
                 why = _why_not(bad or inner, nested) or " (its blocks do not share one leading dimension)"
                 _fail(*big, cap, " and not splittable here" + why)
             return      # buffer planning reports what does not fit together
-        t = d0
-        while t > 1:
-            t //= 2
-            if d0 % t:
-                continue
-            trial = copy_function(fn)
-            _strip_mine(trial, d0, t)
-            if fits_on_chip(trial):
-                _strip_mine(fn, d0, t)
-                return
+        if split_that_fits(fn, d0, lambda f, t: _strip_mine(f, d0, t)) is not None:
+            return
         if fits_on_chip(fn, reuse=True):
             return
         if big:
@@ -194,9 +186,6 @@ def _strip_mine(fn: Function, d0: int, t: int) -> None:
         loop_body.append(o)
         return o.result
 
-    def i64(v):
-        return v if v.type == T.i64 else new("cast", [v], T.i64)
-
     for op in moving:
         tiled = [r for r in op.results if id(r) in rows]
         for r in tiled:
@@ -209,13 +198,7 @@ def _strip_mine(fn: Function, d0: int, t: int) -> None:
             _replace_uses(fn, op.result, shifted, skip=shifted.owner)
             continue
         if op.name in ("load_tile", "store_tile") and (tiled or id(op.operands[-1]) in rows):
-            rank = len((op.result.type if op.name == "load_tile" else op.operands[-1].type).shape)
-            ptr, s0, v0 = op.operands[0], op.operands[1], op.operands[1 + rank]
-            step = new("mul", [i64(iv), i64(s0)], T.i64)
-            op.operands[0] = new("addptr", [ptr, step], ptr.type)
-            left = new("sub", [i64(v0), i64(iv)], T.i64)
-            left = new("maximum", [left, new("constant", [], T.i64, value=0)], T.i64)
-            op.operands[1 + rank] = new("minimum", [left, new("constant", [], T.i64, value=t)], T.i64)
+            shift_rows(op, iv, t, new)
         loop_body.append(op)
     loop_body.append(Op("yield", [], [], loc=loc))
     from tritonpu.ir import Region
