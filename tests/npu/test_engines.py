@@ -52,7 +52,8 @@ def test_scalar_instructions_are_written_out_and_others_call_their_closure():
     # the transfer (ub -> gm, whole segments): written out, its closure only when the test fails
     assert "mark_range(WRITTEN[" in src and "dbuf[da:da + seg] = sbuf[sa:sa + seg]" in src
     assert "    F[12]()\n" in src and "r = F[12]()" not in src
-    assert "r = F[12]()" in _source(LOOP, sanitize=True)       # with the sanitizer: the closure
+    san = _source(LOOP, sanitize=True)      # with the sanitizer: its records made in line too
+    assert "race.access(" in san and "GMR.access(st, " in san and "r = F[12]()" not in san
     assert "F[3]()" not in src and "F[4]()" not in src         # mul, div: written out
     # the scalar unit's clock is settled before code that reads it, not per instruction
     assert "race.issue" not in src and "TR.append" not in src
@@ -186,21 +187,22 @@ XFER = """
     set_flag V, MTE3, 0
     wait_flag V, MTE3, 0
     mov.ub.ub ub[2048], ub[1024], 2, 128, 128, 128
-    set_flag MTE3, MTE2, 0
-    wait_flag MTE3, MTE2, 0
+    set_flag V, MTE3, 1
+    wait_flag V, MTE3, 1
     mov.ub.gm.f32 y[s1], ub[2048], 1, 256, 0, 0
     mov.ub.gm.f32 y[s1+4096], ub[1280], 2, 64, 64, 128
 """
 
 
+@pytest.mark.parametrize("sanitize", [False, True])
 @pytest.mark.parametrize("n", [4096, 1000])     # n: the bytes valid (1000: programs 1-3 pad)
-def test_both_engines_agree_on_transfers_written_out_and_on_those_that_run_their_closure(n):
+def test_both_engines_agree_on_transfers_written_out_and_on_those_that_run_their_closure(n, sanitize):
     prog = assemble(XFER)
     out = {}
     for engine in ("interpret", "translate"):
         x = np.arange(2048, dtype=np.float32)
         y = np.zeros(2048 + 1024, np.float32)
-        st = L.launch(prog, {"x": x, "y": y, "n": n}, grid=(4,), sanitize=False, engine=engine)
+        st = L.launch(prog, {"x": x, "y": y, "n": n}, grid=(4,), sanitize=sanitize, engine=engine)
         out[engine] = (y.tobytes(), st.cycles, st.core_cycles, st.pipe_busy, st.instr_count, st.bytes_by_path,
                        st.stalls, st.read_bytes, st.write_bytes)
     assert out["interpret"] == out["translate"]
@@ -211,6 +213,6 @@ def test_both_engines_agree_on_transfers_written_out_and_on_those_that_run_their
     for engine in ("interpret", "translate"):
         with pytest.raises(OutOfBoundsError) as e:
             L.launch(assemble(bad), {"x": np.zeros(2048, np.float32), "y": np.zeros(4096, np.float32), "n": 8},
-                     grid=(4,), sanitize=False, engine=engine)
+                     grid=(4,), sanitize=sanitize, engine=engine)
         msgs.append(str(e.value))
     assert msgs[0] == msgs[1] and "outside GM parameter 'x'" in msgs[1]

@@ -227,6 +227,7 @@ def source(prog, st, reads) -> tuple[str, dict]:
              "        clk, cnt, busy, queued, done = st.clk, st.cnt, st.busy, st.queued, st.done",
              "        flags = st.flags",
              "        GM, SEEN, READ, WRITTEN = st.gm, st.gm_seen, st.gm_read, st.gm_written",
+             "        GMR = st.gm_races",
              "        TR = st.trace",
              "        race = st.race",
              "        RD = H is not None and H[1] is not None",

@@ -2,13 +2,14 @@
 
 A transfer's decoded closure (``ops_transfer._xfer``) handles every case: registers that hold no
 whole number, empty or out-of-bounds transfers, a ``valid`` extent shorter than the segment (the
-pad), conversions (``l0c -> *``), transposes, atomics, the sanitizer and the profile's records.
-The translation writes out the common case in line -- a copy of whole segments between GM and
-chip or on chip, in a launch without the sanitizer or a trace -- with the operands that are constants folded in, and calls the closure for everything
-else: it tests, before touching anything, that the case is the common one.  Guarantee: a
-translated transfer leaves memories, GM, the L2 and roofline maps, the clocks and the statistics
-exactly as its closure does (the same functions on the same values, in the same order), and
-raises what it raises (by running it).
+pad), conversions (``l0c -> *``), transposes, atomics and the profile's records.  The translation
+writes out the common case in line -- a copy of whole segments between GM and chip or on chip, in
+a launch without a trace; with the sanitizer, its records and the GM race check are made as the
+closure makes them -- with the operands that are constants folded in, and calls the closure for
+everything else: it tests, before touching anything, that the case is the common one.
+Guarantee: a translated transfer leaves memories, GM, the L2 and roofline maps, the clocks, the
+statistics and the sanitizer's state exactly as its closure does (the same functions on the same
+values, in the same order), and raises what it raises (by running it).
 """
 from __future__ import annotations
 
@@ -17,12 +18,13 @@ import math
 import numpy as np
 
 from . import cycles, gmmaps
+from .gm_races import PLAIN
 from .ops_transfer import MAX_TRANSFER_BYTES, U8, _view
 from .state import PIPE_INDEX
 from .translate import translator
 
 # the functions generated code calls, by the names it calls them
-RUNTIME = {"l2_read_range": cycles.l2_read_range, "l2_read": cycles.l2_read, "granules": cycles.granules,
+RUNTIME = {"PLAIN": PLAIN, "l2_read_range": cycles.l2_read_range, "l2_read": cycles.l2_read, "granules": cycles.granules,
            "mark_range": gmmaps.mark_range, "mark_segments": gmmaps.mark_segments, "view": _view, "U8": U8,
            "MAX_TRANSFER_BYTES": MAX_TRANSFER_BYTES, "ceil": math.ceil, "arange": np.arange, "int64": np.int64}
 
@@ -46,7 +48,7 @@ def _xfer(inst, E):
     st = E.st
     path = inst.spec.op
     o = inst.opts
-    if st.race is not None or st.trace is not None or path.startswith("l0c") or \
+    if st.trace is not None or path.startswith("l0c") or \
             set(o) - _PLAIN_OPTS - {"pad", "transpose"} or \
             ("transpose" in o and not (o["transpose"].static and o["transpose"].value() == 0)):
         return None
@@ -75,16 +77,25 @@ def _xfer(inst, E):
     cond += ["nseg > 0", "seg > 0", "ss >= 0", "ds >= 0",
              "nseg * seg <= (MAX_TRANSFER_BYTES if MAX_TRANSFER_BYTES < sbuf.size + dbuf.size "
              "else sbuf.size + dbuf.size)"]
-    if sgm or dgm:
-        cond += ["st.gm_races is None"]
-    # bounds: what the closure checks, on the bytes it moves (no sanitizer: no alignment check)
+    race = st.race is not None
+    inst_c = E.const(inst, "inst")
+    # bounds: what the closure checks, on the bytes it moves (and with the sanitizer, alignment)
     cond += ["sa >= 0", "sa + (nseg - 1) * ss + seg <= sbuf.size",
              "da >= 0", "da + (nseg - 1) * ds + seg <= dbuf.size"]
     if not sgm:
         cond[-4:-2] = ["sa >= 0", f"sa + (nseg - 1) * ss + seg <= {m.capacity[smem.space]}"]
     if not dgm:
         cond[-2:] = ["da >= 0", f"da + (nseg - 1) * ds + seg <= {m.capacity[dmem.space]}"]
-    body = ["if nseg == 1:", "    dbuf[da:da + seg] = sbuf[sa:sa + seg]",
+    for side, mem in (("sa", smem), ("da", dmem)):
+        if race and mem.space != "gm":
+            cond.append(f"{side} % {m.align[mem.space]} == 0")
+    body = []
+    if race:        # the sanitizer's record of each side, as the closure makes it (before the data)
+        for side, mem, stride, write in (("sa", smem, "ss", False), ("da", dmem, "ds", True)):
+            space = E.const("gm:" + mem.param if mem.space == "gm" else mem.space, "space")
+            body.append(f"race.access({pipe}, {space}, {side}, {side} + (nseg - 1) * {stride} + seg, {write}, {inst_c})")
+    gmr = (lambda *a: [f"if GMR is not None: GMR.access(st, {', '.join(a)})"])
+    body += ["if nseg == 1:", "    dbuf[da:da + seg] = sbuf[sa:sa + seg]",
             "else:", "    view(dbuf, U8, (nseg, seg), da, (ds, 1))[...] = view(sbuf, U8, (nseg, seg), sa, (ss, 1))"]
     path_c = E.const(path, "path")
     if sgm:
@@ -93,27 +104,31 @@ def _xfer(inst, E):
         rate = f"cold * {beat} / {m.ddr_bytes_per_cycle!r} + warm * {beat} / {m.l2_bytes_per_cycle!r}"
         body += ["if nseg == 1:",
                  f"    cold, warm = l2_read_range(SEEN[{name}], sa, sa + seg, {beat}, {lpl})",
-                 f"    mark_range(READ[{name}], sa, sa + seg)",
-                 "else:",
+                 f"    mark_range(READ[{name}], sa, sa + seg)"]
+        body += ["    " + x for x in gmr(name, "False", "PLAIN", inst_c, "sa", "sa + seg")]
+        body += ["else:",
                  f"    gran, _, segs = granules(sa + arange(nseg, dtype=int64) * ss, seg, {beat})",
                  f"    cold, warm = l2_read(SEEN[{name}], gran, segs, {lpl})",
-                 f"    mark_segments(READ[{name}], sa, nseg, seg, ss)",
-                 f"cost = {lat} + ceil({rate} - 1e-9)"]
+                 f"    mark_segments(READ[{name}], sa, nseg, seg, ss)"]
+        body += ["    " + x for x in gmr(name, "False", "PLAIN", inst_c, "sa", "length=seg", "nseg=nseg", "stride=ss")]
+        body += [f"cost = {lat} + ceil({rate} - 1e-9)"]
     elif dgm:
         name = E.const(dmem.param, "name")
         body += ["if nseg == 1:",
                  f"    beats = (da + seg - 1) // {beat} - da // {beat} + 1",
-                 f"    mark_range(WRITTEN[{name}], da, da + seg)",
-                 "else:",
+                 f"    mark_range(WRITTEN[{name}], da, da + seg)"]
+        body += ["    " + x for x in gmr(name, "True", "PLAIN", inst_c, "da", "da + seg")]
+        body += ["else:",
                  f"    _, beats, _ = granules(da + arange(nseg, dtype=int64) * ds, seg, {beat})",
-                 f"    mark_segments(WRITTEN[{name}], da, nseg, seg, ds)",
-                 f"cost = {lat} + ceil(beats * {beat} / {p.bytes_per_cycle!r} - 1e-9)"]
+                 f"    mark_segments(WRITTEN[{name}], da, nseg, seg, ds)"]
+        body += ["    " + x for x in gmr(name, "True", "PLAIN", inst_c, "da", "length=seg", "nseg=nseg", "stride=ds")]
+        body += [f"cost = {lat} + ceil(beats * {beat} / {p.bytes_per_cycle!r} - 1e-9)"]
     else:
         body += [f"cost = {lat} + ceil((nseg * -(-seg // {beat})) * {beat} / {p.bytes_per_cycle!r} - 1e-9)"]
     body += ["bbp = st.bytes_by_path", f"bbp[{path_c}] = bbp.get({path_c}, 0) + nseg * seg"]
     # State.tick(pipe, cost, inst, lat), then State.landed for an on-chip destination
-    body += ["t = ts", f"cnt[{pipe}] += 1", "ts = t + 1", "b0 += 1", f"c = clk[{pipe}]", "if c > t:",
-             f"    queued[{pipe}] += c - t", "    t = c"]
+    body += ["t = ts", f"cnt[{pipe}] += 1"] + ([f"race.issue({pipe})"] if race else []) + \
+        ["ts = t + 1", "b0 += 1", f"c = clk[{pipe}]", "if c > t:", f"    queued[{pipe}] += c - t", "    t = c"]
     if lat:
         body += [f"if t + cost > done[{pipe}]: done[{pipe}] = t + cost",
                  f"busy_c = cost - {lat} if cost - {lat} > 1 else 1"]
