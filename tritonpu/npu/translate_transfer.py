@@ -98,31 +98,31 @@ def _xfer(inst, E):
     body += ["if nseg == 1:", "    dbuf[da:da + seg] = sbuf[sa:sa + seg]",
             "else:", "    view(dbuf, U8, (nseg, seg), da, (ds, 1))[...] = view(sbuf, U8, (nseg, seg), sa, (ss, 1))"]
     path_c = E.const(path, "path")
+    def gm_side(param, side, stride, write, one, many, cost):
+        """The GM side's beats and maps (one segment / several), its race check, then ``cost``."""
+        name = E.const(param, "name")
+        args = (name, str(write), "PLAIN", inst_c, side)
+        return (["if nseg == 1:"] + ["    " + x for x in one(name) + gmr(*args, f"{side} + seg")] +
+                ["else:"] + ["    " + x for x in many(name) + gmr(*args, "length=seg", "nseg=nseg", f"stride={stride}")] +
+                [cost])
+
     if sgm:
-        name = E.const(smem.param, "name")
         # (cycles.read_transfer's expression, term for term: the same float)
         rate = f"cold * {beat} / {m.ddr_bytes_per_cycle!r} + warm * {beat} / {m.l2_bytes_per_cycle!r}"
-        body += ["if nseg == 1:",
-                 f"    cold, warm = l2_read_range(SEEN[{name}], sa, sa + seg, {beat}, {lpl})",
-                 f"    mark_range(READ[{name}], sa, sa + seg)"]
-        body += ["    " + x for x in gmr(name, "False", "PLAIN", inst_c, "sa", "sa + seg")]
-        body += ["else:",
-                 f"    gran, _, segs = granules(sa + arange(nseg, dtype=int64) * ss, seg, {beat})",
-                 f"    cold, warm = l2_read(SEEN[{name}], gran, segs, {lpl})",
-                 f"    mark_segments(READ[{name}], sa, nseg, seg, ss)"]
-        body += ["    " + x for x in gmr(name, "False", "PLAIN", inst_c, "sa", "length=seg", "nseg=nseg", "stride=ss")]
-        body += [f"cost = {lat} + ceil({rate} - 1e-9)"]
+        body += gm_side(smem.param, "sa", "ss", False,
+                        lambda n: [f"cold, warm = l2_read_range(SEEN[{n}], sa, sa + seg, {beat}, {lpl})",
+                                   f"mark_range(READ[{n}], sa, sa + seg)"],
+                        lambda n: [f"gran, _, segs = granules(sa + arange(nseg, dtype=int64) * ss, seg, {beat})",
+                                   f"cold, warm = l2_read(SEEN[{n}], gran, segs, {lpl})",
+                                   f"mark_segments(READ[{n}], sa, nseg, seg, ss)"],
+                        f"cost = {lat} + ceil({rate} - 1e-9)")
     elif dgm:
-        name = E.const(dmem.param, "name")
-        body += ["if nseg == 1:",
-                 f"    beats = (da + seg - 1) // {beat} - da // {beat} + 1",
-                 f"    mark_range(WRITTEN[{name}], da, da + seg)"]
-        body += ["    " + x for x in gmr(name, "True", "PLAIN", inst_c, "da", "da + seg")]
-        body += ["else:",
-                 f"    _, beats, _ = granules(da + arange(nseg, dtype=int64) * ds, seg, {beat})",
-                 f"    mark_segments(WRITTEN[{name}], da, nseg, seg, ds)"]
-        body += ["    " + x for x in gmr(name, "True", "PLAIN", inst_c, "da", "length=seg", "nseg=nseg", "stride=ds")]
-        body += [f"cost = {lat} + ceil(beats * {beat} / {p.bytes_per_cycle!r} - 1e-9)"]
+        body += gm_side(dmem.param, "da", "ds", True,
+                        lambda n: [f"beats = (da + seg - 1) // {beat} - da // {beat} + 1",
+                                   f"mark_range(WRITTEN[{n}], da, da + seg)"],
+                        lambda n: [f"_, beats, _ = granules(da + arange(nseg, dtype=int64) * ds, seg, {beat})",
+                                   f"mark_segments(WRITTEN[{n}], da, nseg, seg, ds)"],
+                        f"cost = {lat} + ceil(beats * {beat} / {p.bytes_per_cycle!r} - 1e-9)")
     else:
         body += [f"cost = {lat} + ceil((nseg * -(-seg // {beat})) * {beat} / {p.bytes_per_cycle!r} - 1e-9)"]
     body += ["bbp = st.bytes_by_path", f"bbp[{path_c}] = bbp.get({path_c}, 0) + nseg * seg"]
