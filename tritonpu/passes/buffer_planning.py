@@ -190,25 +190,26 @@ def _loaded_after_loops(an: Analysis, fn) -> dict:
     return out
 
 
-def _fit_early(groups, early: dict, align: int, cap: int, space: str, addr_of: dict) -> int | None:
-    """``_first_fit`` with the groups of ``early`` live from those starts on; None when that
-    does not fit (``addr_of`` is then left as it was)."""
+def _fit(groups, early: dict, align: int, cap: int, space: str, addr_of: dict) -> tuple[int, bool]:
+    """(peak, whether the groups of ``early`` could be live from those starts on): ``_first_fit``
+    with them so when that fits, else as they stand."""
     mine = [g for g in groups if id(g) in early]
-    if not mine:
-        return None
-    saved = [g.start for g in mine]
-    trial: dict = {}
-    try:
-        for g in mine:
-            g.start = early[id(g)]
-        peak = _first_fit(groups, align, cap, space, trial)
-    except CompilationError:
-        return None
-    finally:
-        for g, s in zip(mine, saved):
-            g.start = s
-    addr_of.update(trial)
-    return peak
+    if mine:
+        saved = [g.start for g in mine]
+        trial: dict = {}
+        try:
+            for g in mine:
+                g.start = early[id(g)]
+            peak = _first_fit(groups, align, cap, space, trial)
+        except CompilationError:
+            pass
+        else:
+            addr_of.update(trial)
+            return peak, True
+        finally:
+            for g, s in zip(mine, saved):
+                g.start = s
+    return _first_fit(groups, align, cap, space, addr_of), False
 
 
 def _plan(fn, machine):
@@ -227,10 +228,8 @@ def _plan(fn, machine):
                     f"the kernel needs {region} bytes of L1 at once but L1 holds {m.capacity[space]}: its L1 panel "
                     "alone takes them", panels[0].first.owner.loc)
             groups = [g for g in groups if not any(g is p for p in panels)]
-            peak = _fit_early(groups, early, m.align[space], m.capacity[space] - region, space, addr_of)
-            an.early_starts |= peak is not None
-            if peak is None:
-                peak = _first_fit(groups, m.align[space], m.capacity[space] - region, space, addr_of)
+            peak, used = _fit(groups, early, m.align[space], m.capacity[space] - region, space, addr_of)
+            an.early_starts |= used
             peak += region
             for g in groups:
                 addr_of[id(g)] += region
@@ -238,10 +237,8 @@ def _plan(fn, machine):
                 addr_of[id(g)] = 0
             fn.attrs[f"{space}_peak"] = peak
             continue
-        peak = _fit_early(groups, early, m.align[space], m.capacity[space], space, addr_of)
-        an.early_starts |= peak is not None
-        if peak is None:
-            peak = _first_fit(groups, m.align[space], m.capacity[space], space, addr_of)
+        peak, used = _fit(groups, early, m.align[space], m.capacity[space], space, addr_of)
+        an.early_starts |= used
         key = "ub_peak" if space == UB else f"{space}_peak"
         if space == UB or groups:
             fn.attrs[key] = peak
