@@ -216,6 +216,67 @@ func @k(%a: ptr<f32>, %o: ptr<f32>, %stride: i32) {
 """)
 
 
+COL_MAJOR_DOT = """
+func @k(%a: ptr<f16>, %b: ptr<f16>, %o: ptr<f32>, %stride: i32) {
+  %rows = arange {end = 16, start = 0} : tensor<16xi32>
+  %cols = arange {end = 32, start = 0} : tensor<32xi32>
+  %re = expand_dims %rows {axis = 1} : tensor<16x1xi32>
+  %rb = broadcast %re : tensor<16x32xi32>
+  %ce = expand_dims %cols {axis = 0} : tensor<1x32xi32>
+  %ss = splat %stride : tensor<1x32xi32>
+  %cm = mul %ce, %ss : tensor<1x32xi32>
+  %cb = broadcast %cm : tensor<16x32xi32>
+  %off = add %rb, %cb : tensor<16x32xi32>
+  %as = splat %a : tensor<16x32xptr<f16>>
+  %ap = addptr %as, %off : tensor<16x32xptr<f16>>
+  %x = load %ap : tensor<16x32xf16>
+  %bs = splat %b : tensor<16x32xptr<f16>>
+  %bp = addptr %bs, %off : tensor<16x32xptr<f16>>
+  %y = load %bp : tensor<16x32xf16>
+  %yt = permute %y {order = [1, 0]} : tensor<32x16xf16>
+  %d = dot %x, %yt : tensor<16x16xf32>
+  %oc = expand_dims %rows {axis = 0} : tensor<1x16xi32>
+  %s16 = constant {value = 16} : i32
+  %sr = splat %s16 : tensor<16x1xi32>
+  %orow = mul %re, %sr : tensor<16x1xi32>
+  %orb = broadcast %orow : tensor<16x16xi32>
+  %ocb = broadcast %oc : tensor<16x16xi32>
+  %oo = add %orb, %ocb : tensor<16x16xi32>
+  %os = splat %o : tensor<16x16xptr<f32>>
+  %op = addptr %os, %oo : tensor<16x16xptr<f32>>
+  store %op, %d
+  return
+}
+"""
+
+
+def test_ma_a_column_major_dot_operand_is_loaded_as_its_transpose_and_viewed_transposed():
+    """Rows 1 apart, columns `stride` apart (x @ W.T with W row-major): the transpose's rows are
+    contiguous, so it can go straight to L1 -- a load_tile of it and a permute view; tl.trans of
+    such a load is the transpose as loaded (no permute left)."""
+    out = run_text(COL_MAJOR_DOT, MA)
+    exact(out, """
+func @k(%a: ptr<f16>, %b: ptr<f16>, %o: ptr<f32>, %stride: i32) {
+  %0 = constant {value = 16} : i32
+  %1 = constant {value = 32} : i32
+  %2 = constant {value = 1} : i32
+  %3 = load_tile %a, %stride, %2, %1, %0 : tensor<32x16xf16>
+  %4 = permute %3 {order = [1, 0]} : tensor<16x32xf16>
+  %5 = constant {value = 16} : i32
+  %6 = constant {value = 32} : i32
+  %7 = constant {value = 1} : i32
+  %8 = load_tile %b, %stride, %7, %6, %5 : tensor<32x16xf16>
+  %d = dot %4, %8 : tensor<16x16xf32>
+  %9 = constant {value = 16} : i32
+  %10 = constant {value = 16} : i32
+  %11 = constant {value = 16} : i32
+  %12 = constant {value = 1} : i32
+  store_tile %o, %11, %12, %9, %10, %d
+  return
+}
+""")
+
+
 def _k1(mask_ops: str, mask: str, other_ops: str = "", other: str = "") -> str:
     return f"""
 func @k(%x: ptr<f32>, %y: ptr<f32>, %n: i32, %f: f32) {{

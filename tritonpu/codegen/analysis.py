@@ -28,7 +28,7 @@ from tritonpu.codegen.coalesce import Coalescing
 from tritonpu.codegen.cube_homes import CubeHomes
 from tritonpu.codegen.homes import (L0C, L1, LOOPS, NOWHERE, ONCHIP, REG, REUSE_LOADED, UB,  # noqa: F401
                                     VECTOR_SCALAR_OPS, VIEW_OPS, Group, elem_bytes, if_result_of, in_place_ok, reshape_copies,
-                                    l0c_bytes, loaded, tile_bytes)
+                                    l0c_bytes, loaded, panel_tile_of, tile_bytes)
 from tritonpu.ir import Function, Op, Value
 from tritonpu.ir.ops import TILE_LOADS
 
@@ -77,9 +77,9 @@ class Analysis(CubeHomes, Coalescing):
                     # a loaded tile's buffer belongs to its transfers: computing over it in place would
                     # make the next load into it wait for the store of the result
                     self._use(v, start + 1 if loaded(v) and not reuse_loaded else at, loops)
-                    if v.owner is not None and v.owner.name == "panel_tile":
+                    if (pt := panel_tile_of(v)) is not None:
                         # who reads a panel's tile reads its slot register and waits on a miss
-                        for w in v.owner.operands[:2]:
+                        for w in pt.operands[:2]:
                             self._use(w, at, loops)
                 inner = loops + [op] if op.name in LOOPS else loops
                 for r in op.regions:

@@ -12,7 +12,7 @@ unit.  Blocks larger than L0A/L0B/L0C are a ``CompilationError`` naming the spac
 from __future__ import annotations
 
 from tritonpu.codegen.asmlist import Access, panel_access
-from tritonpu.codegen.homes import const_value
+from tritonpu.codegen.homes import const_value, panel_tile_of
 from tritonpu.codegen.emit_memory import panel_operand
 from tritonpu.codegen.values import Tile, asm_type
 
@@ -92,8 +92,7 @@ class CubeEmitter:
         # MTE1 reads them again in order
         self._slots = {}
         for role, v in (("l0a", a_v), ("l0b", b_v)):
-            if v.owner is not None and v.owner.name == "panel_tile":
-                tile = v.owner
+            if (tile := panel_tile_of(v)) is not None:
                 reads = const_value(tile.operands[1]) in (None, True)
                 self._slots[role] = (self.scalar(tile.operands[0]), tile.attrs["event"] if reads else None)
         self._operands = (a_at, a_rows, a_cols, a_t, b_at, b_rows, b_cols, b_t, mt, nt, kt, es, k0, tin)

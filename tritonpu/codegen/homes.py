@@ -35,6 +35,15 @@ def panel_slot_bytes(ty) -> int:
     return (tile_bytes(ty) + PANEL_ALIGN - 1) // PANEL_ALIGN * PANEL_ALIGN
 
 
+def panel_tile_of(v) -> Op | None:
+    """The ``panel_tile`` op whose tile ``v`` is, as loaded or viewed transposed (a column-major
+    dot operand), else None."""
+    o = v.owner
+    while o is not None and o.name == "permute":
+        o = o.operands[0].owner
+    return o if o is not None and o.name == "panel_tile" else None
+
+
 @dataclass(eq=False)
 class Group:
     """Values sharing one home, live over [start, end].  (Compared by identity: two groups are

@@ -35,7 +35,11 @@ class MemoryAnalysis(Pass):
 
     def run(self, fn: Function) -> None:
         self.fn = fn
-        self.used = {id(v) for o in fn.walk() for v in o.operands}
+        self.users: dict = {}
+        for o in fn.walk():
+            for v in o.operands:
+                self.users.setdefault(id(v), []).append(o)
+        self.used = set(self.users)
         self.inductions: dict = {}
         self.loops = {id(a): (o, i) for o in fn.walk() if o.name == "for" for i, a in enumerate(o.regions[0].args)}
         self._region(fn.body)
@@ -164,6 +168,9 @@ class MemoryAnalysis(Pass):
         valids = [b.value(an.clamp(bd, n)) for bd, n in zip(bounds, shape)]
         if not (isinstance(off.c, int) and off.c == 0):
             base = b.op("addptr", [base, b.value(off.c)], base.type)
+        if is_load and len(shape) == 2 and off.coldata is None and not _is_one(off.strides[1]) and \
+                (off.rowdata is not None or _is_one(off.strides[0])) and self._dot_operand_only(op.result):
+            return self._transposed(op, b, base, off, bounds, valids)
         if off.rowdata is not None:
             return self._rows(op, b, base, off, bounds, valids, is_load)
         if off.coldata is not None:
@@ -224,6 +231,41 @@ class MemoryAnalysis(Pass):
             extra = extra + [fill]
         return extra
 
+    def _dot_operand_only(self, v) -> bool:
+        """Every use of ``v`` is as an operand of a ``tl.dot``, directly or through ``tl.trans``."""
+        uses = self.users.get(id(v), [])
+        return bool(uses) and all(
+            (u.name == "dot" and v in u.operands[:2] and v is not (u.operands[2] if len(u.operands) > 2 else None))
+            or (u.name == "permute" and self._dot_operand_only(u.result)) for u in uses)
+
+    def _transposed(self, op, b, base, off, bounds, valids):
+        """A dot operand whose rows are not contiguous in GM (column-major, ``x @ W.T`` with ``W``
+        row-major, or rows picked by wrapped offsets with strided columns): its transpose is
+        loaded, whose rows are contiguous -- a ``load_tile``, or a ``gather_cols`` of the picked
+        rows -- and viewed transposed (``permute``), so it goes straight to L1 and the cube's
+        operand move transposes it on the way to L0."""
+        R, C = op.result.type.shape
+        ty = T.block(op.result.type.scalar, [C, R])
+        other = op.operands[2] if len(op.operands) > 2 else None
+        fill = self._fill(b, other)
+        if other is not None and fill is None:
+            return None
+        if off.rowdata is not None:
+            rows = self._index_vector(b, off.rowdata, R, off.strides[0])
+            extra = [self._lane_mask(b, R, valids[0])] if bounds[0] is not None else []
+            if fill is not None:
+                extra = (extra or [b.op("splat", [b.op("constant", [], T.i1, value=True)], T.block(T.i1, [R]))]) \
+                    + [fill]
+            tile = Op("gather_cols", [base, rows, b.value(off.strides[1]), valids[1]] + extra, [ty], loc=op.loc)
+        else:
+            tile = Op("load_tile", [base, b.value(off.strides[1]), b.value(1), valids[1], valids[0]] +
+                      ([fill] if fill is not None else []), [ty], loc=op.loc)
+        view = Op("permute", [tile.result], [op.result.type], {"order": [1, 0]}, loc=op.loc)
+        for u in self.users.get(id(op.result), []):
+            if u.name == "permute" and list(u.attrs["order"]) == [1, 0]:
+                _replace(u.result, tile.result, self.fn)       # tl.trans of it: the tile as loaded
+        return b.ops + [tile, view], view.result
+
     def _rows(self, op, b, base, off, bounds, valids, is_load):
         if not (isinstance(off.strides[1], int) and off.strides[1] == 1):
             return None
@@ -258,6 +300,10 @@ class MemoryAnalysis(Pass):
 # What the DMA accumulates into GM (Ascend A2's SetAtomicAdd/Max/Min modes and their types).
 ATOMIC_TRANSFER_KINDS = ("add", "max", "min")
 ATOMIC_TRANSFER_TYPES = ("i8", "i16", "f16", "bf16", "i32", "f32")
+
+
+def _is_one(s) -> bool:
+    return isinstance(s, int) and s == 1
 
 
 def _atomic_attrs(op: Op) -> dict:

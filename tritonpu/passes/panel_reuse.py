@@ -11,7 +11,8 @@ Guarantees.  In a persistent kernel whose launch passed no arrays sharing memory
 ``may_alias``), take the first ``for`` loop F inside the program loop P -- reached through
 ``if``s only, positive step, not yet pipelined or staggered -- that has *candidate* loads: a
 ``load_tile`` at the top of F's body of a 2-D tile with contiguous rows and a constant fill (zero,
-with 32-byte rows, when not every row is valid), whose only use is a ``dot`` operand, from a kernel argument nothing in the kernel
+with 32-byte rows, when not every row is valid), whose only use is a ``dot`` operand (directly or
+viewed transposed), from a kernel argument nothing in the kernel
 writes, at an address computed by pure ops from F's induction variable, carried scalars that
 advance the same way every trip, and values from outside F.  Of those outside values, the ones a
 program computes (from its id, by pure scalar ops: its *tag*, with F's bounds) must be integers.
@@ -144,6 +145,8 @@ class PanelReuse(Pass):
             if const_value(ops[2]) != 1 or fill is None or (const_value(ops[3]) != rows and not zero_rows):
                 continue
             us = users.get(id(ld.result), [])
+            if len(us) == 1 and us[0][0].name == "permute" and us[0][0].parent is lv.body:
+                us = users.get(id(us[0][0].result), [])         # viewed transposed (a column-major operand)
             if len(us) != 1 or us[0][0].name != "dot" or us[0][1] > 1 or us[0][0].parent is not lv.body:
                 continue
             arg = root(ops[0])
