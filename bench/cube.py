@@ -1,6 +1,6 @@
 """The cube path at the configurations users write (simulated cycles, deterministic):
 
-    python bench/cube.py [--quick] [--only tutorial,plain,attention] [--sizes 1024,2048]
+    python bench/cube.py [--quick] [--only tutorial,plain,attention,layouts] [--sizes 1024,2048]
 
 Kernels:
 * Triton's matmul tutorial as published (grouped program order, ``% M`` / ``% N`` wrapped
@@ -10,7 +10,9 @@ Kernels:
 * a plain blocked matmul (no wrap, no masks, ``acc += tl.dot(a, b)``) at 128x128x64, with double
   buffering on and off;
 * FlashAttention forward (``kernels/flash_attention.py``), fp16, 8 heads x 2048 x 128, BLOCK_M 128,
-  BLOCK_N 64 and 128.
+  BLOCK_N 64 and 128;
+* the tutorial at 128x128x64 with A, B and both stored column-major (``x @ W.T``: the operand is
+  loaded as its transpose and transposed on the way to L0), at the first size.
 
 Columns: simulated cycles; the roofline (DESIGN.md section 6) and efficiency = roofline / cycles;
 ``tile bound``: the fewest cycles the tile shape allows -- the busiest of the cube, MTE2, MTE1
@@ -182,19 +184,26 @@ def _close(out, ref, atol, rtol):
         return " ".join(str(e).split())[:150]
 
 
-def tutorial(n, rng, configs):
+def tutorial(n, rng, configs, column_major=""):
+    """The tutorial at each config (``column_major``: which of ``a``/``b`` is stored column-major,
+    ``x @ W.T`` with ``W`` row-major: the kernel gets its strides)."""
     a = (rng.random((n, n)) - 0.5).astype(np.float16)
     b = (rng.random((n, n)) - 0.5).astype(np.float16)
     ref = a[:64].astype(np.float32) @ b.astype(np.float32)
+    a = np.asfortranarray(a) if "a" in column_major else a
+    b = np.asfortranarray(b) if "b" in column_major else b
+    strides = [st // 2 for st in a.strides + b.strides]
+    suffix = f" {'A' if column_major == 'a' else 'B' if column_major == 'b' else 'A, B'} column-major" \
+        if column_major else ""
     out = {}
     for bm, bn, bk in configs:
         def launch(bm=bm, bn=bn, bk=bk):
             c = np.empty((n, n), np.float16)
             h = tutorial_matmul[(_ceil(n, bm) * _ceil(n, bn),)](
-                a, b, c, n, n, n, n, 1, n, 1, n, 1, BLOCK_SIZE_M=bm, BLOCK_SIZE_N=bn, BLOCK_SIZE_K=bk,
+                a, b, c, n, n, n, *strides, n, 1, BLOCK_SIZE_M=bm, BLOCK_SIZE_N=bn, BLOCK_SIZE_K=bk,
                 GROUP_SIZE_M=8, sanitize=False)
             return c, h
-        r = row(f"tutorial {n}^3 {bm}x{bn}x{bk}", launch, lambda c: _close(c[:64], ref, 2e-2, 1e-2),
+        r = row(f"tutorial {n}^3 {bm}x{bn}x{bk}{suffix}", launch, lambda c: _close(c[:64], ref, 2e-2, 1e-2),
                 lambda st, bm=bm, bn=bn, bk=bk: matmul_tile_bound(n, n, n, bm, bn, bk, roofline=st.roofline_cycles,
                                                                order=grouped_order(n, n, bm, bn))[0])
         out[(n, bm, bn, bk)] = r
@@ -243,7 +252,7 @@ def _attn_ref(q, k, v):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="1024^3 only; attention at 2 heads")
-    ap.add_argument("--only", default="", help="comma-separated subset: tutorial,plain,attention")
+    ap.add_argument("--only", default="", help="comma-separated subset: tutorial,plain,attention,layouts")
     ap.add_argument("--sizes", default="", help="matmul sizes, e.g. 1024,2048 (default 1024,2048)")
     ap.add_argument("--configs", default="", help="tutorial configs, e.g. 128x256x64,64x32x32 (default: all)")
     args = ap.parse_args(argv)
@@ -279,6 +288,12 @@ def main(argv=None):
         for bn, r in at.items():
             if r:
                 summary.append(f"attention 128x{bn}: {r[0].cycles} cycles, overlap {overlap(r[0]):.3f}")
+    if not only or "layouts" in only:
+        n = sizes[0]
+        for cm in ("a", "b", "ab"):
+            r = tutorial(n, rng, [(128, 128, 64)], column_major=cm)[(n, 128, 128, 64)]
+            if r:
+                summary.append(f"{'A, B' if cm == 'ab' else cm.upper()} column-major: {r[0].cycles} cycles")
     print("summary: " + "; ".join(summary))
 
 

@@ -113,6 +113,14 @@ def test_slice_prints_parses_and_is_verified():
     verify(fn)
     assert print_function(fn) == text
     bad = parse_function(text.replace("tensor<2x3xi32>", "tensor<2x5xi32>"))
-    with pytest.raises(VerifyError, match=r"takes a leading sub-block of values of one rank and type, got "
+    with pytest.raises(VerifyError, match=r"takes a sub-block of values of one rank and type, got "
                                           r"tensor<2x4xi32> -> tensor<2x5xi32>"):
         verify(bad)
+    strided = text.replace("slice %b : tensor<2x3xi32>", "slice %b {offsets = [0, 1], steps = [1, 2]} : tensor<2x2xi32>")
+    fn = parse_function(strided)
+    verify(fn)
+    assert print_function(fn) == strided
+    with pytest.raises(VerifyError, match=r"takes elements at offsets \[0, 2\] with steps \[1, 2\]: they must be "
+                                          r"elements of its operand \(one constant offset >= 0 and step >= 1 per "
+                                          r"dimension\), got tensor<2x4xi32> -> tensor<2x2xi32>"):
+        verify(parse_function(strided.replace("offsets = [0, 1]", "offsets = [0, 2]")))

@@ -1,6 +1,8 @@
 """triton-ascend's extension module (``tl.extra.cann.extension``, imported as ``al``) and its
 ``extract_slice`` / ``insert_slice`` (also ``tl.`` names and tensor methods), on all backends,
 against numpy slicing; the hints run and change nothing; the rest is a clear error."""
+import re
+
 import numpy as np
 import pytest
 
@@ -58,6 +60,73 @@ def test_slices_of_2d_blocks(backend):
     np.testing.assert_array_equal(o, expect)
     np.testing.assert_array_equal(p, x[:3, :4])
     assert "%lead = slice %x : tensor<3x4xf32>" in h.asm["ir"]       # the leading sub-block: one view
+
+
+@tritonpu.jit
+def score_halves(q_ptr, k_ptr, o_ptr, odd_ptr, full_ptr, M: tl.constexpr, N: tl.constexpr, D: tl.constexpr):
+    # attention-sized scores split with constant offsets (the columns' halves, every other row and
+    # column from (1, 1)) and a half written back: sub-block views and one insert, no gathers
+    rm, rn, rd, rh = tl.arange(0, M), tl.arange(0, N), tl.arange(0, D), tl.arange(0, N // 2)
+    q = tl.load(q_ptr + rm[:, None] * D + rd[None, :])
+    k = tl.load(k_ptr + rn[:, None] * D + rd[None, :])
+    s = tl.dot(q, tl.trans(k))
+    left = tl.extract_slice(s, [0, 0], [M, N // 2], [1, 1])
+    right = tl.extract_slice(s, [0, N // 2], [M, N // 2], [1, 1])
+    odd = tl.extract_slice(s, [1, 1], [M // 2, N // 2], [2, 2])
+    r = left * 2.0 + right
+    tl.store(o_ptr + rm[:, None] * (N // 2) + rh[None, :], r)
+    tl.store(odd_ptr + tl.arange(0, M // 2)[:, None] * (N // 2) + rh[None, :], odd)
+    full = tl.insert_slice(s, r, [0, N // 2], [M, N // 2], [1, 1])
+    full = tl.insert_slice(full, odd * 0.5, [1, 0], [M // 2, N // 2], [2, 2])
+    tl.store(full_ptr + rm[:, None] * N + rn[None, :], full)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_constant_slices_of_attention_tiles_are_views_and_one_insert(backend):
+    """With constant offsets and strides, extract_slice is a sub-block view (``slice``) and
+    insert_slice one ``insert_slice`` op (a copy, the part copied over): a 128 x 128 fp32 score
+    tile fits the NPU (with gathers it needed a 32768 x 2 block); a sub-block not starting 32-byte
+    aligned in UB is copied element by element (a note says so)."""
+    M, N, D = 128, 128, 64
+    rng = np.random.default_rng(7)
+    q = rng.standard_normal((M, D)).astype(np.float16)
+    k = rng.standard_normal((N, D)).astype(np.float16)
+    o, odd, full = np.zeros((M, N // 2), np.float32), np.zeros((M // 2, N // 2), np.float32), np.zeros((M, N), np.float32)
+    h = score_halves[(1,)](q, k, o, odd, full, M=M, N=N, D=D, backend=backend)
+    s = q.astype(np.float32) @ k.astype(np.float32).T
+    r = s[:, :N // 2] * 2 + s[:, N // 2:]
+    np.testing.assert_allclose(o, r, rtol=1e-5, atol=1e-4)
+    np.testing.assert_allclose(odd, s[1::2, 1::2], rtol=1e-5, atol=1e-4)
+    expect = s.copy()
+    expect[:, N // 2:] = r
+    expect[1::2, ::2] = s[1::2, 1::2] * 0.5
+    np.testing.assert_allclose(full, expect, rtol=1e-5, atol=1e-4)
+    ir = h.asm["ir"]
+    assert re.search(r"= slice %s \{offsets = \[0, 64\], steps = \[1, 1\]\} : tensor<128x64xf32>", ir), ir
+    assert re.search(r"= slice %s \{offsets = \[1, 1\], steps = \[2, 2\]\} : tensor<64x64xf32>", ir)
+    assert len(re.findall(r"= insert_slice ", ir)) == 2 and "select" not in ir
+    if backend == "npu":
+        assert any("copied one element at a time" in n for n in h.stats.notes)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_constant_slices_of_rank_3_blocks(backend):
+    @tritonpu.jit
+    def rank3(x_ptr, o_ptr, p_ptr):
+        i = tl.arange(0, 4)[:, None, None] * 64 + tl.arange(0, 8)[None, :, None] * 8 + tl.arange(0, 8)[None, None, :]
+        x = tl.load(x_ptr + i)
+        s = tl.extract_slice(x, [1, 0, 4], [2, 8, 4], [2, 1, 1])
+        j = tl.arange(0, 2)[:, None, None] * 32 + tl.arange(0, 8)[None, :, None] * 4 + tl.arange(0, 4)[None, None, :]
+        tl.store(o_ptr + j, s)
+        tl.store(p_ptr + i, tl.insert_slice(x, s + 1000.0, [0, 0, 0], [2, 8, 4], [1, 1, 2]))
+
+    x = np.arange(256, dtype=np.float32).reshape(4, 8, 8)
+    o, p = np.zeros((2, 8, 4), np.float32), np.zeros_like(x)
+    rank3[(1,)](x, o, p, backend=backend)
+    np.testing.assert_array_equal(o, x[1::2, :, 4:])
+    expect = x.copy()
+    expect[:2, :, 0:8:2] = x[1::2, :, 4:] + 1000
+    np.testing.assert_array_equal(p, expect)
 
 
 @tritonpu.jit

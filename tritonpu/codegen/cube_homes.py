@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from tritonpu.codegen.homes import L0C, L1, NOWHERE, UB, const_value, if_result_of
 from tritonpu.ir import Function, Op
+from tritonpu.ir.ops import slice_geometry
 
 
 class CubeHomes:
@@ -157,7 +158,7 @@ class CubeHomes:
                 final = ifop.results[uses[0][1]]
                 path.append(final)
             uses = self.users.get(id(final), [])
-            if len(final.type.shape) == 2 and uses and all(u.name == "slice" and "start" in u.attrs for u, _ in uses):
+            if len(final.type.shape) == 2 and uses and all(_whole_rows(u) for u, _ in uses):
                 # an epilogue done a few rows at a time (passes/epilogue_rows.py): FIX drains each
                 # slice's rows into UB, the accumulator stays in L0C
                 for v in path:
@@ -231,3 +232,10 @@ class CubeHomes:
             return None
         return d
 
+
+def _whole_rows(op) -> bool:
+    """``op`` is a ``slice`` of some rows of a 2-D block, every column (what FIX drains from L0C)."""
+    if op.name != "slice":
+        return False
+    offsets, steps = slice_geometry(op)
+    return not any(offsets[1:]) and steps == [1, 1] and op.result.type.shape[1:] == op.operands[0].type.shape[1:]

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import math
 
+from tritonpu.codegen.asmlist import Instr, Loop
 from tritonpu.codegen.analysis import elem_bytes
 from tritonpu.codegen.homes import reshape_copies
 from tritonpu.codegen.values import Imm, Tile, asm_type
+from tritonpu.ir.ops import slice_geometry
 
 _BIN = {"add": "vadd", "sub": "vsub", "mul": "vmul", "div": "vdiv", "rem": "vrem", "and": "vand", "or": "vor",
         "xor": "vxor", "shl": "vshl", "shr": "vshr", "maximum": "vmax", "minimum": "vmin", "pow": "vpow"}
@@ -69,6 +71,8 @@ class VectorEmitter:
             return [(1, max(n, 1), ops)]
         if len(shape) > 2:
             shape, tiles = _collapse(tuple(shape), tiles)
+        if len(shape) == 1:         # every tile walks all dimensions as one, a stride apart
+            return [(1, shape[0], [(t.addr, 0, t.strides[0]) for t in tiles])]
         if len(shape) == 2:
             return [(shape[0], shape[1], [(t.addr, t.strides[0], t.strides[1]) for t in tiles])]
         # rank > 2: one instruction per index of the leading dimensions
@@ -358,17 +362,73 @@ class VectorEmitter:
             self.define(op.result, Tile.dense(d.addr, d.dtype, shape, d.esize))
 
     def kind_slice(self, op) -> None:
-        """The leading sub-block: the operand's tile, fewer elements (same address and strides);
-        from row ``start``: that much further.  Rows of an accumulator in L0C are drained into the
-        slice's own UB tile by FIX."""
+        """A sub-block: a view of the operand's tile, from its first element and with its strides
+        times the steps.  Rows of an accumulator in L0C (a row offset, every column) are drained
+        into the slice's own UB tile by FIX."""
         t = self.as_tile(op.operands[0])
-        start = op.attrs.get("start", 0)
+        offsets, steps = slice_geometry(op)
         shape = tuple(op.result.type.shape)
         if t.space == "l0c":
+            if any(offsets[1:]) or steps != [1] * len(steps) or shape[1:] != t.shape[1:]:
+                self.fail("internal: a slice of an L0C accumulator takes whole rows")
             row = -(-t.shape[1] // 16) * 16 * 4            # L0C rows are padded to 16 elements
-            self.drain_l0c(t.with_(addr=t.addr + start * row, shape=shape), self.out_tile(op.result))
+            self.drain_l0c(t.with_(addr=t.addr + offsets[0] * row, shape=shape), self.out_tile(op.result))
             return
-        self.define(op.result, t.with_(addr=t.addr + start * t.strides[0] * t.esize, shape=shape))
+        first = sum(o * st for o, st in zip(offsets, t.strides))
+        view = t.with_(addr=t.addr + first * t.esize, shape=shape,
+                       strides=tuple(st * s for st, s in zip(t.strides, steps)))
+        if view.addr % self.m.align["ub"] == 0 or view.numel == 0:
+            self.define(op.result, view)
+            return
+        # vector instructions and copies start at 32-byte aligned addresses: a view that does not
+        # is copied out element by element on the scalar unit (sld / sst)
+        d = Tile.dense(self.scratch(view.numel * view.esize, persistent=True), view.dtype, shape, view.esize)
+        self.copy_view(d, view, op)
+        self.define(op.result, d)
+
+    def kind_insert_slice(self, op) -> None:
+        """A copy of ``ful`` with ``part`` copied over the sub-block's view of it."""
+        ful, part = (self.as_tile(v) for v in op.operands)
+        dst = self.out_tile(op.result)
+        if (dst.addr, dst.strides) != (ful.addr, ful.strides):
+            self.copy_tile(dst, ful)
+        offsets, steps = slice_geometry(op)
+        view = dst.with_(addr=dst.addr + sum(o * st for o, st in zip(offsets, dst.strides)) * dst.esize,
+                         shape=tuple(op.operands[1].type.shape),
+                         strides=tuple(st * s for st, s in zip(dst.strides, steps)))
+        self.copy_view(view, part, op)
+
+    def copy_view(self, dst: Tile, src: Tile, op) -> None:
+        """``dst`` = ``src`` (views of one shape): by the vector unit when both start 32-byte
+        aligned, else one scalar ``sld`` / ``sst`` per element (a note says so)."""
+        align = self.m.align["ub"]
+        if dst.addr % align == 0 and src.addr % align == 0:
+            self.copy_tile(dst, src)
+            return
+        self.notes.append(f"{op.loc}: a sub-block not starting 32-byte aligned in UB is copied one element at a "
+                          "time on the scalar unit")
+        es, T = src.esize, src.dtype
+        shape = src.shape or (1,)
+        value, s_off, d_off = self.temp_reg(), self.temp_reg(), self.temp_reg()
+        self.emit(f"mov {s_off}, 0", "S")
+        self.emit(f"mov {d_off}, 0", "S")
+
+        def level(d):
+            if d == len(shape):
+                self.emit(f"sld.{T} {value}, ub[{s_off}+{src.addr}]", "S", reads=[self.acc(src)])
+                self.emit(f"sst.{T} ub[{d_off}+{dst.addr}], {value}", "S", writes=[self.acc(dst)])
+                return
+            i = self.temp_reg()
+            ss, ds = (t.strides[d] * es if t.strides else 0 for t in (src, dst))
+
+            def body():
+                level(d + 1)
+                self.emit(f"add {s_off}, {s_off}, {ss}", "S")
+                self.emit(f"add {d_off}, {d_off}, {ds}", "S")
+            self.out.append(Loop(Instr(f"for {i}, 0, {shape[d]}, 1", "S", loc=self.op.loc), self.nested(body)))
+            self.emit(f"sub {s_off}, {s_off}, {shape[d] * ss}", "S")
+            self.emit(f"sub {d_off}, {d_off}, {shape[d] * ds}", "S")
+        level(0)
 
     # ---- reductions and scans ---------------------------------------------------------------------
     def _reduce_geometry(self, t: Tile, axis: int):

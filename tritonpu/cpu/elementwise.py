@@ -21,7 +21,9 @@ from llvmlite import ir
 
 from tritonpu.cpu import mathlib as M
 from tritonpu.cpu.codegen import (F32, F64, I32, I64, Buf, Expr, Scalar, compute_type, const, is_bf16, is_low_float,
-                                  reg_type, row_major, signed, splat, view_broadcast, view_expand, view_permute)
+                                  mem_type, reg_type, row_major, signed, splat, view_broadcast, view_expand,
+                                  view_permute)
+from tritonpu.ir.ops import slice_geometry
 
 CHEAP_LIMIT = 24
 
@@ -337,16 +339,47 @@ def lower_permute(ctx, op, ins):
 
 
 def lower_slice(ctx, op, ins):
-    """A leading sub-block: the same elements at the same indices, fewer of them (a view)."""
+    """A sub-block (a view): element ``idx`` is the operand's ``offsets + idx * steps``."""
     ty = op.results[0].type
     x = ins[0]
-    if op.attrs.get("start", 0):            # (made by an NPU pass only)
-        raise NotImplementedError("a slice from a row other than 0 on the CPU backend")
     if isinstance(x, Scalar):
         return [x]
+    offsets, steps = slice_geometry(op)
     if isinstance(x, Buf):
-        return [Buf(x.ptr, ty.shape, x.strides, x.s)]
-    return [Expr(ty.shape, x.s, x.fn, x.cost, x.cheap)]
+        first = sum(o * st for o, st in zip(offsets, x.strides))
+        ptr = ctx.b.gep(x.ptr, [const(I64, first)], source_etype=mem_type(x.s)) if first else x.ptr
+        return [Buf(ptr, ty.shape, [st * s for st, s in zip(x.strides, steps)], x.s)]
+    if not any(offsets) and all(s == 1 for s in steps):
+        return [Expr(ty.shape, x.s, x.fn, x.cost, x.cheap)]
+    fn = x.fn
+
+    def get(c, idx):
+        at = [i if s == 1 else c.b.mul(i, const(I64, s)) for i, s in zip(idx, steps)]
+        return fn(c, [i if o == 0 else c.b.add(i, const(I64, o)) for i, o in zip(at, offsets)])
+    return [Expr(ty.shape, x.s, get, x.cost, x.cheap)]
+
+
+def lower_insert_slice(ctx, op, ins):
+    """``ful`` with ``part`` at ``offsets + idx * steps``: element ``idx`` is ``part``'s where it is
+    one of those positions, else ``ful``'s (computed on demand)."""
+    ty = op.results[0].type
+    ful, part = ins
+    offsets, steps = slice_geometry(op)
+    sizes = op.operands[1].type.shape
+
+    def get(c, idx):
+        b, inside, at = c.b, None, []
+        for i, o, s, n in zip(idx, offsets, steps, sizes):
+            rel = b.sub(i, const(I64, o)) if o else i
+            hit = b.icmp_unsigned("<=", rel, const(I64, (n - 1) * s))      # 0 <= rel <= last
+            if s != 1:
+                hit = b.and_(hit, b.icmp_unsigned("==", b.urem(rel, const(I64, s)), const(I64, 0)))
+                rel = b.udiv(rel, const(I64, s))
+            inside = hit if inside is None else b.and_(inside, hit)
+            at.append(b.select(hit, rel, const(I64, 0)))
+        return b.select(inside, c.get(part, at), c.get(ful, idx))
+    cost = sum(getattr(x, "cost", 1) for x in ins) + 4 * len(sizes)
+    return [Expr(ty.shape, ty.scalar, get, cost, False)]
 
 
 def lower_reshape(ctx, op, ins):
@@ -374,5 +407,5 @@ LOWER = {
     "cmp": lower_cmp, "select": lower_select, "fma": lower_fma, "cast": lower_cast, "bitcast": lower_bitcast,
     "addptr": lower_addptr, "constant": lower_constant, "arange": lower_arange, "splat": lower_splat,
     "broadcast": lower_broadcast, "expand_dims": lower_expand_dims, "permute": lower_permute,
-    "reshape": lower_reshape, "slice": lower_slice,
+    "reshape": lower_reshape, "slice": lower_slice, "insert_slice": lower_insert_slice,
 }

@@ -96,10 +96,13 @@ def _rows() -> list[OpDef]:
         OpDef("expand_dims", "shape", (1, 1), 1, ("axis",), doc="insert a dimension of size 1 at axis"),
         OpDef("reshape", "shape", (1, 1), 1, doc="same elements in row-major order, new shape"),
         OpDef("permute", "shape", (1, 1), 1, ("order",), doc="result dim i is operand dim order[i]"),
-        OpDef("slice", "slice", (1, 1), 1, (), ("start",),
-              doc="the operand's leading sub-block of the result's shape: element [i, j, ..] is the operand's "
-                  "[i, j, ..] (same rank, no extent larger than the operand's); {start = s} (NPU passes): "
-                  "from row s, element [i, ..] is the operand's [s + i, ..]"),
+        OpDef("slice", "slice", (1, 1), 1, (), ("offsets", "steps"),
+              doc="a sub-block of the operand, of the result's shape (same rank): element [i, j, ..] is the "
+                  "operand's [o0 + i * s0, o1 + j * s1, ..] for {offsets = [o0, o1, ..], steps = [s0, s1, ..]} "
+                  "(constants; offsets 0 and steps 1 when absent: the leading sub-block)"),
+        OpDef("insert_slice", "insert_slice", (2, 2), 1, (), ("offsets", "steps"),
+              doc="insert_slice(ful, part): ``ful`` with element [o0 + i * s0, o1 + j * s1, ..] replaced by "
+                  "``part``'s [i, j, ..] (``slice``'s geometry, ``part`` of the sub-block's shape)"),
         OpDef("cmp", "compare", (2, 2), 1, ("pred",), doc="elementwise comparison -> i1; pred in " + "/".join(CMP_PREDICATES)),
         OpDef("select", "select", (3, 3), 1, doc="cond ? a : b elementwise"),
         OpDef("fma", "elementwise", (3, 3), 1, doc="a * b + c"),
@@ -175,6 +178,13 @@ FLOAT_ONLY_BINARY = frozenset(("pow",))
 TILE_LOADS = ("load_tile", "gather_rows", "gather_cols")
 
 FRONTEND_OPS = frozenset(n for n, d in OPS.items() if not d.npu_only)
+
+
+def slice_geometry(op) -> tuple[list, list]:
+    """A ``slice``'s or an ``insert_slice``'s (offsets, steps), one per dimension: 0 and 1 where
+    the op gives none."""
+    rank = len(op.results[0].type.shape)
+    return list(op.attrs.get("offsets", [0] * rank)), list(op.attrs.get("steps", [1] * rank))
 
 
 def opdef(name: str) -> OpDef:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from tritonpu.ir import types as T
 from tritonpu.ir.core import Function, Op, Region, Value
 from tritonpu.ir.ops import (ATOMIC_KINDS, CMP_PREDICATES, OPS, REDUCE_KINDS, SCAN_KINDS,
-                             SCHEDULING_ATTRS)
+                             SCHEDULING_ATTRS, slice_geometry)
 
 
 class VerifyError(Exception):
@@ -93,14 +93,19 @@ def _check_types(op: Op) -> None:
             _fail(op, f"changes the shape, not the elements: {ins[0].type} -> {res}")
         if op.name == "permute" and sorted(op.attrs["order"]) != list(range(len(res.shape))):
             _fail(op, f"order {op.attrs['order']} is not a permutation of the dimensions")
-    elif kind == "slice":
-        a, r = ins[0].type.shape, res.shape
-        start = op.attrs.get("start", 0)
-        if ins[0].type.scalar != res.scalar or ins[0].type.is_ptr or len(a) != len(r) or \
-                any(y > x or y < 1 for x, y in zip(a, r)):
-            _fail(op, f"takes a leading sub-block of values of one rank and type, got {ins[0].type} -> {res}")
-        if not (isinstance(start, int) and 0 <= start and (not r or start + r[0] <= a[0])):
-            _fail(op, f"takes rows {start!r} .. of its operand: they must be rows of it, got {ins[0].type} -> {res}")
+    elif kind in ("slice", "insert_slice"):
+        whole, part = (ins[0].type, res) if kind == "slice" else (res, ins[1].type)
+        a, r = whole.shape, part.shape
+        offsets, steps = slice_geometry(op)
+        if kind == "insert_slice" and ins[0].type != res:
+            _fail(op, f"gives a block like the one it writes into, got {ins[0].type} -> {res}")
+        if whole.scalar != part.scalar or whole.is_ptr or len(a) != len(r) or any(y > x or y < 1 for x, y in zip(a, r)):
+            _fail(op, f"takes a sub-block of values of one rank and type, got {whole} -> {part}")
+        if len(offsets) != len(r) or len(steps) != len(r) or \
+                not all(isinstance(o, int) and isinstance(s, int) and o >= 0 and s >= 1 and o + (n - 1) * s < m
+                        for o, s, n, m in zip(offsets, steps, r, a)):
+            _fail(op, f"takes elements at offsets {offsets} with steps {steps}: they must be elements of its operand "
+                      f"(one constant offset >= 0 and step >= 1 per dimension), got {whole} -> {part}")
     elif kind == "reduce":
         if op.attrs["op"] not in REDUCE_KINDS:
             _fail(op, f"unknown reduction {op.attrs['op']!r}")

@@ -25,7 +25,7 @@ from tritonpu.language.core import SemanticError, tensor
 from tritonpu.language.memory import cat, interleave, join, reduce_sum, select_sum, split
 from tritonpu.language.semantic import (_canon_axis, add, and_, arange, broadcast_to_shape, cast, compare,
                                         expand_dims, floordiv, leading, mod, mul, or_, permute, reshape,
-                                        scalar_constant, sub, to_tensor, where, xor_)
+                                        insert_sub_block, scalar_constant, sub, sub_block, to_tensor, where, xor_)
 
 
 def _halves(x2, t):
@@ -275,15 +275,21 @@ def _positions(off, n, stride, shape, axis):
     return broadcast_to_shape(pos, shape)
 
 
+def _inside(offsets, sizes, strides, shape) -> bool:
+    """Constant offsets and strides >= 1 whose every position is inside ``shape``."""
+    return all(isinstance(o, int) and o >= 0 and s >= 1 and o + (n - 1) * s < m
+               for o, n, s, m in zip(offsets, sizes, strides, shape))
+
+
 def extract_slice(ful, offsets, sizes, strides) -> tensor:
     """The block ``out[i, j, ..] = ful[o0 + i*s0, o1 + j*s1, ..]`` of ``sizes`` (offsets may be runtime
-    values; a position outside ``ful`` gives 0). Starting at the origin with unit strides it is the
-    leading sub-block (a view); otherwise one exact gather per dimension that moves."""
+    values; a position outside ``ful`` gives 0). With constant offsets and strides >= 1 that stay
+    inside ``ful`` it is a sub-block (a view: the IR's ``slice``); otherwise one exact gather per
+    dimension that moves."""
     ful = to_tensor(ful)
     offsets, sizes, strides = _slice_args(ful, offsets, sizes, strides, "extract_slice")
-    if all(isinstance(o, int) and o == 0 for o in offsets) and all(s == 1 for s in strides) and \
-            all(n <= m for n, m in zip(sizes, ful.shape)):
-        return leading(ful, sizes)
+    if _inside(offsets, sizes, strides, ful.shape):
+        return sub_block(ful, offsets, sizes, strides)
     out = ful
     for d, (off, n, stride) in enumerate(zip(offsets, sizes, strides)):
         if isinstance(off, int) and off == 0 and stride == 1 and n == out.shape[d]:
@@ -296,14 +302,18 @@ def extract_slice(ful, offsets, sizes, strides) -> tensor:
 
 def insert_slice(ful, part, offsets, sizes, strides) -> tensor:
     """``ful`` with ``ful[o0 + i*s0, o1 + j*s1, ..] = part[i, j, ..]`` (``part`` of ``sizes``; offsets
-    may be runtime values; positions outside ``ful`` are dropped): each dimension's positions picked
-    by exact comparisons, ``part`` spread over ``ful``'s shape by exact gathers, then one select."""
+    may be runtime values; positions outside ``ful`` are dropped).  With constant offsets and
+    strides >= 1 that stay inside ``ful``: the IR's ``insert_slice`` (a copy of ``ful``, ``part``
+    copied over the sub-block); otherwise each dimension's positions picked by exact comparisons,
+    ``part`` spread over ``ful``'s shape by exact gathers, then one select."""
     ful, part = to_tensor(ful), to_tensor(part)
     offsets, sizes, strides = _slice_args(ful, offsets, sizes, strides, "insert_slice")
     if list(part.shape) != sizes:
         raise SemanticError(f"insert_slice: the inserted block is {part.shape}, the sizes say {sizes}")
     if any(s == 0 for s in strides):
         raise SemanticError("insert_slice: strides must be >= 1 (a stride of 0 writes one position many times)")
+    if _inside(offsets, sizes, strides, ful.shape):
+        return insert_sub_block(ful, cast(part, ful.dtype), offsets, strides)
     def picked(shape, d, off, n, stride):
         """(hit, k) along dimension ``d`` of a block of ``shape``: whether ful's position is written,
         and by which element of ``part``."""

@@ -507,6 +507,33 @@ def leading(x, shape) -> tensor:
     return _op("slice", [x], T.block(x.ty.scalar, shape))
 
 
+def sub_block(x, offsets, shape, steps) -> tensor:
+    """``out[i, j, ..] = x[o0 + i * s0, o1 + j * s1, ..]`` of ``shape`` (constant offsets and steps,
+    every position inside ``x``): the IR's ``slice``, a view."""
+    x = to_tensor(x)
+    offsets, shape, steps = [int(o) for o in offsets], [int(n) for n in shape], [int(s) for s in steps]
+    _sub_block_inside(x, offsets, shape, steps)
+    if not any(offsets) and all(s == 1 for s in steps):
+        return leading(x, shape)
+    return _op("slice", [x], T.block(x.ty.scalar, shape), offsets=offsets, steps=steps)
+
+
+def insert_sub_block(x, part, offsets, steps) -> tensor:
+    """``x`` with ``x[o0 + i * s0, o1 + j * s1, ..] = part[i, j, ..]`` (constant offsets and steps,
+    every position inside ``x``, ``part`` of ``x``'s dtype): the IR's ``insert_slice``."""
+    x, part = to_tensor(x), to_tensor(part)
+    offsets, steps = [int(o) for o in offsets], [int(s) for s in steps]
+    _sub_block_inside(x, offsets, part.shape, steps)
+    return _op("insert_slice", [x, part], x.ty, offsets=offsets, steps=steps)
+
+
+def _sub_block_inside(x, offsets, shape, steps) -> None:
+    if len(shape) != len(x.shape) or not all(o >= 0 and s >= 1 and n >= 1 and o + (n - 1) * s < m
+                                             for o, s, n, m in zip(offsets, steps, shape, x.shape)):
+        raise SemanticError(f"a sub-block of {x.shape} at offsets {offsets} with steps {steps} and shape {shape} "
+                            "reaches outside it")
+
+
 def subscript(x: tensor, slices) -> tensor:
     if not isinstance(slices, tuple):
         slices = (slices,)

@@ -14,7 +14,7 @@ constants) ending in ``store_tile``s of values with R's rows and unit column str
 value on the way carrying R's rows, being one row, or uniform (a splat or constant: made again
 per chunk).  That work is cloned once per chunk of T rows (T
 the largest power of two below R's rows that divides them and lets the kernel fit): each chunk
-reads ``slice R {start = c}`` (rows c .. c+T of R: FIX drains them from L0C), computes exactly
+reads ``slice R {offsets = [c, 0]}`` (rows c .. c+T of R: FIX drains them from L0C), computes exactly
 what the epilogue computed on those rows, and stores them with its pointer ``c`` rows further and
 its valid rows ``clamp(valid - c, 0, T)``.  Values of one row (``bias[None, :]``) are computed
 once.  Every element is computed, converted and stored as before (results bitwise unchanged).
@@ -96,7 +96,7 @@ def _chunk(fn: Function, loop: Op, r, ops, rows, t: int) -> None:
         return T.block(ty.scalar, (t,) + tuple(ty.shape[1:]))
 
     for c in range(0, m, t):
-        mapping = {id(r): new("slice", [r], rows_of(r.type), start=c)}
+        mapping = {id(r): new("slice", [r], rows_of(r.type), offsets=[c] + [0] * (len(r.type.shape) - 1))}
         for o in ops:
             for v in o.operands:        # a uniform block of R's rows: the chunk's own, of T rows
                 if v.type.is_block and v.type.shape[0] == m and id(v) not in rows and id(v) not in mapping:

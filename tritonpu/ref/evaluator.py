@@ -15,6 +15,7 @@ from tritonpu.dtypes import bits_atomic, convert, fma, maxnum, minnum, quiet_nan
 from tritonpu.errors import ExecutionError
 from tritonpu.ir import Function, Op, Region
 from tritonpu.ir import types as T
+from tritonpu.ir.ops import slice_geometry
 from tritonpu.ref.memory import Memory, MemoryFault
 
 _erf = np.frompyfunc(math.erf, 1, 1)
@@ -179,8 +180,9 @@ EVAL = {
     "expand_dims": lambda op, x: np.expand_dims(x, op.attrs["axis"]),
     "reshape": lambda op, x: np.reshape(x, op.results[0].type.shape),
     "permute": lambda op, x: np.transpose(x, op.attrs["order"]),
-    "slice": lambda op, x: x[tuple(slice(s, s + n) for s, n in zip([op.attrs.get("start", 0)] + [0] * 8,
-                                                                 op.results[0].type.shape))],
+    "slice": lambda op, x: x[tuple(slice(o, o + (n - 1) * s + 1, s)
+                                   for o, s, n in zip(*slice_geometry(op), op.results[0].type.shape))],
+    "insert_slice": lambda op, ful, part: _insert_slice(op, ful, part),
     "arange": lambda op: np.arange(op.attrs["start"], op.attrs["end"], dtype=np.int32),
     "constant": lambda op: np.full(op.results[0].type.shape, _wrapped(op.attrs["value"], _npdt(op.results[0].type)),
                                    _npdt(op.results[0].type)),
@@ -188,6 +190,12 @@ EVAL = {
     "scan": _scan,
     "dot": _dot,
 }
+
+def _insert_slice(op, ful, part):
+    out = np.array(ful, copy=True)
+    out[tuple(slice(o, o + (n - 1) * s + 1, s) for o, s, n in zip(*slice_geometry(op), np.shape(part)))] = part
+    return out
+
 
 def _wrapped(value, dt):
     """An integer constant the type cannot hold (``tl.full([B], -1, tl.uint32)``) wraps modulo
