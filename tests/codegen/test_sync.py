@@ -596,3 +596,45 @@ def test_a_drain_orders_only_what_its_early_set_saw_not_what_src_waited_for_afte
     for n in (0, 3):
         x, y = run(nodes, n=n)
         np.testing.assert_array_equal(y[:1024], np.ones(1024, np.float32))      # vdup's ones, not a race
+
+
+def test_a_consumer_with_no_need_from_before_the_loop_claims_only_what_the_early_set_covers():
+    """fp32 attention at head dim 128 without double buffering (a probe): the score dot's K is cut
+    into two L0A slots, and the prologue the stagger pass peels reads both before the loop.  The
+    pair M -> MTE1's first set goes right after the first slot's mmad; the wait for this trip's
+    first slot, in a fixpoint round where it needed nothing from before the loop, claimed the
+    prologue's later read of the second slot as covered, so the second slot's refill raced with
+    it.  Sanitizer on: no race, and right."""
+    import tritonpu
+    import tritonpu.language as tl
+
+    @tritonpu.jit
+    def attention(q_ptr, k_ptr, v_ptr, o_ptr, N_CTX, BM: tl.constexpr, BN: tl.constexpr, D: tl.constexpr):
+        offs_m = tl.program_id(0) * BM + tl.arange(0, BM)
+        offs_n = tl.arange(0, BN)
+        offs_d = tl.arange(0, D)
+        q = tl.load(q_ptr + offs_m[:, None] * D + offs_d[None, :])
+        m_i = tl.zeros((BM,), dtype=tl.float32) - float("inf")
+        l_i = tl.zeros((BM,), dtype=tl.float32)
+        acc = tl.zeros((BM, D), dtype=tl.float32)
+        for start_n in range(0, N_CTX, BN):
+            kt = tl.load(k_ptr + offs_d[:, None] + (start_n + offs_n)[None, :] * D)
+            qk = tl.dot(q, kt)
+            m_ij = tl.maximum(m_i, tl.max(qk, 1))
+            p = tl.exp(qk - m_ij[:, None])
+            alpha = tl.exp(m_i - m_ij)
+            l_i = l_i * alpha + tl.sum(p, 1)
+            v = tl.load(v_ptr + (start_n + offs_n)[:, None] * D + offs_d[None, :])
+            acc = tl.dot(p, v, acc * alpha[:, None])
+            m_i = m_ij
+        tl.store(o_ptr + offs_m[:, None] * D + offs_d[None, :], acc / l_i[:, None])
+
+    n, d = 128, 128
+    rng = np.random.default_rng(0)
+    q, k, v = (rng.standard_normal((n, d)).astype(np.float32) * 0.3 for _ in range(3))
+    s = q.astype(np.float64) @ k.T
+    p = np.exp(s - s.max(1, keepdims=True))
+    ref = (p / p.sum(1, keepdims=True)) @ v
+    o = np.zeros((n, d), np.float32)
+    attention[(1,)](q, k, v, o, n, BM=128, BN=64, D=d, double_buffer=False, sanitize=True)
+    np.testing.assert_allclose(o, ref, rtol=1e-4, atol=1e-5)

@@ -123,6 +123,55 @@ def test_tutorial_matmul_with_a_column_major_operand_at_every_config(config, col
 
 
 @triton.jit
+def wrapped_trans_matmul(a_ptr, b_ptr, c_ptr, M, N, K, sam, sak, sbk, sbn, BM: tl.constexpr, BN: tl.constexpr,
+                         BK: tl.constexpr, A_T: tl.constexpr):
+    # the tutorial's `% M` / `% N` offsets, one operand loaded with K along its rows and given to
+    # tl.dot through tl.trans
+    pid_m, pid_n = tl.program_id(0), tl.program_id(1)
+    offs_m = (pid_m * BM + tl.arange(0, BM)) % M
+    offs_n = (pid_n * BN + tl.arange(0, BN)) % N
+    offs_k = tl.arange(0, BK)
+    if A_T:
+        a_ptrs = a_ptr + offs_k[:, None] * sak + offs_m[None, :] * sam          # [BK, BM]
+        b_ptrs = b_ptr + offs_k[:, None] * sbk + offs_n[None, :] * sbn
+    else:
+        a_ptrs = a_ptr + offs_m[:, None] * sam + offs_k[None, :] * sak
+        b_ptrs = b_ptr + offs_n[:, None] * sbn + offs_k[None, :] * sbk          # [BN, BK]
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k in range(0, tl.cdiv(K, BK)):
+        if A_T:
+            a = tl.trans(tl.load(a_ptrs, mask=offs_k[:, None] < K - k * BK, other=0.0))
+            b = tl.load(b_ptrs, mask=offs_k[:, None] < K - k * BK, other=0.0)
+        else:
+            a = tl.load(a_ptrs, mask=offs_k[None, :] < K - k * BK, other=0.0)
+            b = tl.trans(tl.load(b_ptrs, mask=offs_k[None, :] < K - k * BK, other=0.0))
+        acc = tl.dot(a, b, acc)
+        a_ptrs += BK * sak
+        b_ptrs += BK * sbk
+    om, on = pid_m * BM + tl.arange(0, BM), pid_n * BN + tl.arange(0, BN)
+    tl.store(c_ptr + om[:, None] * N + on[None, :], acc, mask=(om[:, None] < M) & (on[None, :] < N))
+
+
+@pytest.mark.parametrize("a_t", [True, False])
+@pytest.mark.parametrize("column_major", ["", "a", "b"])
+def test_tl_trans_of_a_tile_whose_offsets_wrap(a_t, column_major):
+    """tl.trans of an operand loaded with K along its rows, with wrapped `% M` / `% N` offsets: when
+    the load's rows are not contiguous it is loaded transposed -- under the no-wrap guard too (the
+    guard yields the tile, viewed after it; tl.trans reads the tile itself) -- and right."""
+    M, N, K = 200, 136, 96
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal((M, K)).astype(np.float16)
+    b = rng.standard_normal((K, N)).astype(np.float16)
+    a = np.asfortranarray(a) if column_major == "a" else a
+    b = np.asfortranarray(b) if column_major == "b" else b
+    c = np.zeros((M, N), np.float32)
+    h = wrapped_trans_matmul[(triton.cdiv(M, 64), triton.cdiv(N, 64))](
+        a, b, c, M, N, K, *[s // 2 for s in a.strides + b.strides], BM=64, BN=64, BK=32, A_T=a_t)
+    np.testing.assert_allclose(c, a.astype(np.float32) @ b.astype(np.float32), rtol=1e-3, atol=1e-3)
+    assert set(h.stats.bytes_by_path) == {"gm->l1", "l1->l0a", "l1->l0b", "l0c->gm"}, h.stats.bytes_by_path
+
+
+@triton.jit
 def softmax_kernel(output_ptr, input_ptr, input_row_stride, output_row_stride, n_rows, n_cols, BLOCK_SIZE: tl.constexpr,
                    num_stages: tl.constexpr):
     row_start = tl.program_id(0)

@@ -482,6 +482,11 @@ class _Segment:
                 if self.st.recs[key].pipe == src and
                 ((key[0] in self.pos_of and base < self.pos_of[key[0]] <= kk) or key[0] not in self.body_ids)}
         early = self._early(src, dst, ev, need)
+        if early is None:
+            # a consumer that needs nothing from before the loop claims no more than the pair's
+            # first set covers either, wherever another consumer put it (found by a probe: the
+            # wait for this trip's first L0A slot claimed the run's later reads of the second)
+            early = self.p.early.get((id(self.loop), src, dst, ev))
         if early is not None:       # the first trip's set goes after entry position `early`
             entry = self.p.entry[id(self.loop)]
             keys = {key for key in keys if entry.issued.get(key, -1) <= early}

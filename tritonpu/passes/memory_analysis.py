@@ -117,6 +117,7 @@ class MemoryAnalysis(Pass):
         if not an.assumptions:
             if val is not None:
                 _replace(op.result, val, self.fn)
+                self._untranspose(op, val)
             return ops
         # guarded: `if assumptions { structured transfer } else { what a wrap-around needs }`: the
         # wrapped offsets as an index vector (a gather of rows or columns), else the original op
@@ -132,6 +133,13 @@ class MemoryAnalysis(Pass):
         slow, slow_val = res if res is not None and not wrapped.assumptions else ([op], op.result if val is not None else None)
         loc = op.loc
         results = [op.result.type] if val is not None else []
+        view = None
+        if val is not None and val.owner is fast[-1] and slow_val.owner is slow[-1] and \
+                _is_transpose(fast[-1]) and _is_transpose(slow[-1]):
+            # both transposed views of a tile: the branches yield the tiles, viewed after the guard
+            view, val, slow_val = fast[-1], fast[-1].operands[0], slow[-1].operands[0]
+            fast, slow = fast[:-1], slow[:-1]
+            results = [val.type]
         guard = Op("if", [cond], results, loc=loc)
         guard.regions = [Region([], fast + [Op("yield", [val] if val is not None else [], [], loc=loc)]),
                          Region([], slow + [Op("yield", [slow_val] if val is not None else [], [], loc=loc)])]
@@ -139,12 +147,19 @@ class MemoryAnalysis(Pass):
             r.parent = guard
             for o in r.ops:
                 o.parent = r
-        if val is not None:        # users of the loaded value now read the guard's result
+        after = []
+        if view is not None:
+            view.operands = [guard.result]
+            view.parent = None
+            after = [view]
+        if val is not None:        # users of the loaded value now read the guard's result (or its view)
+            got = view.result if view is not None else guard.result
             inside = {id(o) for r in guard.regions for o in r.ops}
             for o in self.fn.walk():
                 if id(o) not in inside:
-                    o.operands = [guard.result if v is op.result else v for v in o.operands]
-        return pure + [guard]
+                    o.operands = [got if v is op.result else v for v in o.operands]
+            self._untranspose(op, got)
+        return pure + [guard] + after
 
     def _analyzer(self, op: Op, wrap_as_data: bool = False) -> "Analyzer":
         an = Analyzer(Builder(op), self.loops, wrap_as_data)
@@ -261,10 +276,16 @@ class MemoryAnalysis(Pass):
             tile = Op("load_tile", [base, b.value(off.strides[1]), b.value(1), valids[1], valids[0]] +
                       ([fill] if fill is not None else []), [ty], loc=op.loc)
         view = Op("permute", [tile.result], [op.result.type], {"order": [1, 0]}, loc=op.loc)
-        for u in self.users.get(id(op.result), []):
-            if u.name == "permute" and list(u.attrs["order"]) == [1, 0]:
-                _replace(u.result, tile.result, self.fn)       # tl.trans of it: the tile as loaded
         return b.ops + [tile, view], view.result
+
+    def _untranspose(self, op, val) -> None:
+        """A ``tl.trans`` of a load made a transposed view (``val``): its users read the tile as
+        loaded."""
+        if val is None or val.owner is None or not _is_transpose(val.owner):
+            return
+        for u in self.users.get(id(op.result), []):
+            if _is_transpose(u) and u.operands[0] is val:
+                _replace(u.result, val.owner.operands[0], self.fn)
 
     def _rows(self, op, b, base, off, bounds, valids, is_load):
         if not (isinstance(off.strides[1], int) and off.strides[1] == 1):
@@ -300,6 +321,10 @@ class MemoryAnalysis(Pass):
 # What the DMA accumulates into GM (Ascend A2's SetAtomicAdd/Max/Min modes and their types).
 ATOMIC_TRANSFER_KINDS = ("add", "max", "min")
 ATOMIC_TRANSFER_TYPES = ("i8", "i16", "f16", "bf16", "i32", "f32")
+
+
+def _is_transpose(op: Op) -> bool:
+    return op.name == "permute" and list(op.attrs["order"]) == [1, 0]
 
 
 def _is_one(s) -> bool:
