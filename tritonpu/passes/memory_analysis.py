@@ -16,6 +16,10 @@ the access is guarded by that condition, and the other branch treats the offsets
 (a row or column gather), so no pointer block is materialised either way.  Everything else is left
 as it is (the NPU back end then moves it element by element).  The rewrite keeps the program's meaning exactly: the same elements are read
 and written, masked-off elements are neither read nor written, and the fill values are the same.
+A rank-2 load whose every use is a ``dot`` operand (directly or through ``tl.trans``) and whose
+rows are not contiguous (column-major: ``x @ W.T`` with ``W`` row-major) loads the transpose --
+a ``load_tile`` with the strides swapped, or a ``gather_cols`` where the rows are picked by data --
+and views it transposed (``permute``); a ``tl.trans`` of it reads that tile itself.
 An ``atomic_add``/``max``/``min`` whose old values are not used, of a type the DMA accumulates
 (int8, int16, fp16, bf16, int32, fp32), is rewritten like a store, the transfer carrying
 ``atomic=<kind>``: the same elements are combined into GM, each exactly once.
@@ -250,7 +254,7 @@ class MemoryAnalysis(Pass):
         """Every use of ``v`` is as an operand of a ``tl.dot``, directly or through ``tl.trans``."""
         uses = self.users.get(id(v), [])
         return bool(uses) and all(
-            (u.name == "dot" and v in u.operands[:2] and v is not (u.operands[2] if len(u.operands) > 2 else None))
+            (u.name == "dot" and all(x is not v for x in u.operands[2:]))
             or (u.name == "permute" and self._dot_operand_only(u.result)) for u in uses)
 
     def _transposed(self, op, b, base, off, bounds, valids):
@@ -261,18 +265,17 @@ class MemoryAnalysis(Pass):
         operand move transposes it on the way to L0."""
         R, C = op.result.type.shape
         ty = T.block(op.result.type.scalar, [C, R])
-        other = op.operands[2] if len(op.operands) > 2 else None
-        fill = self._fill(b, other)
-        if other is not None and fill is None:
-            return None
         if off.rowdata is not None:
             rows = self._index_vector(b, off.rowdata, R, off.strides[0])
-            extra = [self._lane_mask(b, R, valids[0])] if bounds[0] is not None else []
-            if fill is not None:
-                extra = (extra or [b.op("splat", [b.op("constant", [], T.i1, value=True)], T.block(T.i1, [R]))]) \
-                    + [fill]
+            extra = self._masked_fill(op, b, [self._lane_mask(b, R, valids[0])] if bounds[0] is not None else [], R)
+            if extra is None:
+                return None
             tile = Op("gather_cols", [base, rows, b.value(off.strides[1]), valids[1]] + extra, [ty], loc=op.loc)
         else:
+            other = op.operands[2] if len(op.operands) > 2 else None
+            fill = self._fill(b, other)
+            if other is not None and fill is None:
+                return None
             tile = Op("load_tile", [base, b.value(off.strides[1]), b.value(1), valids[1], valids[0]] +
                       ([fill] if fill is not None else []), [ty], loc=op.loc)
         view = Op("permute", [tile.result], [op.result.type], {"order": [1, 0]}, loc=op.loc)
