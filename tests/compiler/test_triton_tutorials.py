@@ -172,6 +172,41 @@ def test_tl_trans_of_a_tile_whose_offsets_wrap(a_t, column_major):
 
 
 @triton.jit
+def wrapped_and_masked_matmul(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    # the tutorial's `% M` / `% N` offsets and, beside them, the bounds `offs_am < M` some kernels keep
+    pid_m, pid_n = tl.program_id(0), tl.program_id(1)
+    offs_am = (pid_m * BM + tl.arange(0, BM)) % M
+    offs_bn = (pid_n * BN + tl.arange(0, BN)) % N
+    offs_k = tl.arange(0, BK)
+    a_ptrs = a_ptr + offs_am[:, None] * K + offs_k[None, :]
+    b_ptrs = b_ptr + offs_k[:, None] * N + offs_bn[None, :]
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k in range(0, tl.cdiv(K, BK)):
+        left = K - k * BK
+        a = tl.load(a_ptrs, mask=(offs_am[:, None] < M) & (offs_k[None, :] < left), other=0.0)
+        b = tl.load(b_ptrs, mask=(offs_k[:, None] < left) & (offs_bn[None, :] < N), other=0.0)
+        acc = tl.dot(a, b, acc)
+        a_ptrs += BK
+        b_ptrs += BK * N
+    om, on = pid_m * BM + tl.arange(0, BM), pid_n * BN + tl.arange(0, BN)
+    tl.store(c_ptr + om[:, None] * N + on[None, :], acc, mask=(om[:, None] < M) & (on[None, :] < N))
+
+
+@pytest.mark.parametrize("M,N,K", [(256, 256, 128), (200, 136, 96)])
+def test_a_bound_beside_wrapped_offsets_is_known_to_hold(M, N, K):
+    """`offs_am < M` with `offs_am = (..) % M` holds whenever M > 0: the mask is that uniform
+    condition, so the load stays a tile (or a row gather where the offsets wrap) straight into L1
+    -- it was an element-by-element load whose pointer block did not fit UB at 128x128x64."""
+    rng = np.random.default_rng(9)
+    a = rng.standard_normal((M, K)).astype(np.float16)
+    b = rng.standard_normal((K, N)).astype(np.float16)
+    c = np.zeros((M, N), np.float32)
+    h = wrapped_and_masked_matmul[(triton.cdiv(M, 128), triton.cdiv(N, 128))](a, b, c, M, N, K, BM=128, BN=128, BK=64)
+    np.testing.assert_allclose(c, a.astype(np.float32) @ b.astype(np.float32), rtol=1e-3, atol=1e-3)
+    assert set(h.stats.bytes_by_path) == {"gm->l1", "l1->l0a", "l1->l0b", "l0c->gm"}, h.stats.bytes_by_path
+
+
+@triton.jit
 def softmax_kernel(output_ptr, input_ptr, input_row_stride, output_row_stride, n_rows, n_cols, BLOCK_SIZE: tl.constexpr,
                    num_stages: tl.constexpr):
     row_start = tl.program_id(0)

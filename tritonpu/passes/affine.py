@@ -304,6 +304,9 @@ class Analyzer:
                     bound = b.op("select", [ok, b.value(m), b.value(0)], T.i32)
                 out.append(bound)
             return out
+        if op.name == "cmp" and (below := self._below_divisor(op)) is not None:
+            ok = b.op("cmp", list(b._unify(below, 0)[:2]), T.i1, pred="gt")
+            return [b.op("select", [ok, b.value(shape[0]), b.value(0)], T.i32)] + [None] * (rank - 1)
         if op.name == "cmp":
             pred = op.attrs["pred"]
             x, y = (self.affine(o) for o in op.operands)
@@ -347,6 +350,24 @@ class Analyzer:
             bounds[d] = bound
             return bounds
         raise NotAffine
+
+    def _below_divisor(self, op):
+        """``m`` when the comparison is ``a % m < m`` (or ``m > a % m``) for a uniform ``m`` and
+        ``a >= 0`` -- true exactly when ``m > 0`` (the remainder takes the dividend's sign): the
+        ``offs_am < M`` mask a kernel may keep beside the tutorial's ``% M`` offsets.  Else None."""
+        pred = op.attrs["pred"]
+        if pred not in ("lt", "gt"):
+            return None
+        lhs, rhs = op.operands if pred == "lt" else op.operands[::-1]
+        r = lhs.owner
+        while r is not None and r.name in ("expand_dims", "broadcast", "reshape"):
+            r = r.operands[0].owner
+        if r is None or r.name != "rem" or not r.result.type.scalar.is_int:
+            return None
+        m, d = _uniform_scalar(rhs), _uniform_scalar(r.operands[1])
+        if m is None or m is not d or not nonneg(r.operands[0], self.loops, args=self._arg_nonneg):
+            return None
+        return m
 
     def clamp(self, bound, n):
         if bound is None:
@@ -398,6 +419,17 @@ def nonneg(v, loops: dict, assumed=frozenset(), args=None) -> bool:
             v.type.scalar.bits >= op.operands[0].type.scalar.bits:
         return nonneg(op.operands[0], loops, assumed, args)
     return False
+
+
+def _uniform_scalar(v):
+    """The scalar Value a block is made of by splats and broadcasts (``v`` itself when a scalar),
+    else None."""
+    while v.type.is_block:
+        o = v.owner
+        if o is None or o.name not in ("splat", "broadcast", "expand_dims", "reshape"):
+            return None
+        v = o.operands[0]
+    return v
 
 
 def uniform_other(v):
