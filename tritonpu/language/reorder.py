@@ -25,7 +25,8 @@ from tritonpu.language.core import SemanticError, tensor
 from tritonpu.language.memory import cat, interleave, join, reduce_sum, select_sum, split
 from tritonpu.language.semantic import (_canon_axis, add, and_, arange, broadcast_to_shape, cast, compare,
                                         expand_dims, floordiv, leading, mod, mul, or_, permute, reshape,
-                                        insert_sub_block, scalar_constant, sub, sub_block, to_tensor, where, xor_)
+                                        insert_sub_block, scalar_constant, sub, sub_block, sub_block_inside, to_tensor,
+                                        where, xor_)
 
 
 def _halves(x2, t):
@@ -275,12 +276,6 @@ def _positions(off, n, stride, shape, axis):
     return broadcast_to_shape(pos, shape)
 
 
-def _inside(offsets, sizes, strides, shape) -> bool:
-    """Constant offsets and strides >= 1 whose every position is inside ``shape``."""
-    return all(isinstance(o, int) and o >= 0 and s >= 1 and o + (n - 1) * s < m
-               for o, n, s, m in zip(offsets, sizes, strides, shape))
-
-
 def extract_slice(ful, offsets, sizes, strides) -> tensor:
     """The block ``out[i, j, ..] = ful[o0 + i*s0, o1 + j*s1, ..]`` of ``sizes`` (offsets may be runtime
     values; a position outside ``ful`` gives 0). With constant offsets and strides >= 1 that stay
@@ -288,7 +283,7 @@ def extract_slice(ful, offsets, sizes, strides) -> tensor:
     dimension that moves."""
     ful = to_tensor(ful)
     offsets, sizes, strides = _slice_args(ful, offsets, sizes, strides, "extract_slice")
-    if _inside(offsets, sizes, strides, ful.shape):
+    if sub_block_inside(offsets, sizes, strides, ful.shape):
         return sub_block(ful, offsets, sizes, strides)
     out = ful
     for d, (off, n, stride) in enumerate(zip(offsets, sizes, strides)):
@@ -312,7 +307,7 @@ def insert_slice(ful, part, offsets, sizes, strides) -> tensor:
         raise SemanticError(f"insert_slice: the inserted block is {part.shape}, the sizes say {sizes}")
     if any(s == 0 for s in strides):
         raise SemanticError("insert_slice: strides must be >= 1 (a stride of 0 writes one position many times)")
-    if _inside(offsets, sizes, strides, ful.shape):
+    if sub_block_inside(offsets, sizes, strides, ful.shape):
         return insert_sub_block(ful, cast(part, ful.dtype), offsets, strides)
     def picked(shape, d, off, n, stride):
         """(hit, k) along dimension ``d`` of a block of ``shape``: whether ful's position is written,

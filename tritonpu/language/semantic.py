@@ -527,9 +527,16 @@ def insert_sub_block(x, part, offsets, steps) -> tensor:
     return _op("insert_slice", [x, part], x.ty, offsets=offsets, steps=steps)
 
 
+def sub_block_inside(offsets, shape, steps, whole) -> bool:
+    """Constant offsets and steps >= 1 whose every position of a ``shape`` sub-block is inside
+    ``whole`` (one per dimension)."""
+    return len(shape) == len(whole) == len(offsets) == len(steps) and \
+        all(isinstance(o, int) and isinstance(s, int) and o >= 0 and s >= 1 and n >= 1 and o + (n - 1) * s < m
+            for o, s, n, m in zip(offsets, steps, shape, whole))
+
+
 def _sub_block_inside(x, offsets, shape, steps) -> None:
-    if len(shape) != len(x.shape) or not all(o >= 0 and s >= 1 and n >= 1 and o + (n - 1) * s < m
-                                             for o, s, n, m in zip(offsets, steps, shape, x.shape)):
+    if not sub_block_inside(offsets, shape, steps, x.shape):
         raise SemanticError(f"a sub-block of {x.shape} at offsets {offsets} with steps {steps} and shape {shape} "
                             "reaches outside it")
 
