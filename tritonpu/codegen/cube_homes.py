@@ -58,6 +58,9 @@ class CubeHomes:
         for op in fn.walk():
             if op.name == "for":
                 self._l0c_stores(op)
+        for op in fn.walk():
+            if op.name == "dot" and self.home.get(id(op.result)) != L0C:
+                self._plain_dot(op)
         changed = True
         while changed:              # an L1 init must meet an L1 carry, or neither is in L1
             changed = False
@@ -174,6 +177,29 @@ class CubeHomes:
                 for v in path:
                     self.home[id(v)] = L0C
                 self.l0c_stored.setdefault(id(op), {})[i] = tuple(path[1:])
+
+    def _plain_dot(self, op: Op) -> None:
+        """A dot outside a loop's L0C accumulator: an accumulator of zeros (a constant of the
+        result's type, every use of it such a dot's or a loop's that zeroes its L0C tile itself) is
+        made in L0C, never in UB; a 2-D result only read a few rows at a time (``slice``s of whole
+        rows, see passes/epilogue_rows.py) stays in L0C, FIX draining each slice's rows."""
+        if len(op.operands) > 2 and self._zero_accumulator(op.operands[2]):
+            self.home[id(op.operands[2])] = NOWHERE
+        uses = self.users.get(id(op.result), [])
+        if len(op.result.type.shape) == 2 and uses and all(_whole_rows(u) for u, _ in uses) and \
+                (len(op.operands) == 2 or self.home.get(id(op.operands[2])) == NOWHERE):
+            self.home[id(op.result)] = L0C
+
+    def _zero_accumulator(self, v) -> bool:
+        if const_value(v) != 0 or not v.type.is_block or str(v.type.scalar) not in ("f32", "i32"):
+            return False
+        for u, k in self.users.get(id(v), []):
+            if u.name == "dot" and k == 2 and u.result.type == v.type:
+                continue
+            if u.name == "for" and k >= 3 and self.home.get(id(u.regions[0].args[k - 2])) == L0C:
+                continue
+            return False
+        return True
 
     def _l0c_on(self, v) -> list:
         """Keep the L0C accumulator ``v`` (a loop's result, or an if's over such) in L0C; the values

@@ -12,7 +12,7 @@ unit.  Blocks larger than L0A/L0B/L0C are a ``CompilationError`` naming the spac
 from __future__ import annotations
 
 from tritonpu.codegen.asmlist import Access, panel_access
-from tritonpu.codegen.homes import const_value, panel_tile_of
+from tritonpu.codegen.homes import L0C, NOWHERE, const_value, panel_tile_of
 from tritonpu.codegen.emit_memory import panel_operand
 from tritonpu.codegen.values import Tile, asm_type
 
@@ -96,10 +96,17 @@ class CubeEmitter:
                 reads = const_value(tile.operands[1]) in (None, True)
                 self._slots[role] = (self.scalar(tile.operands[0]), tile.attrs["event"] if reads else None)
         self._operands = (a_at, a_rows, a_cols, a_t, b_at, b_rows, b_cols, b_t, mt, nt, kt, es, k0, tin)
+        if acc_v is not None and self.an.home.get(id(acc_v)) == NOWHERE:
+            acc_v, init = None, self._zeroed     # zeros made in L0C (see cube_homes._plain_dot)
+        else:
+            init = self._initialised
         acc_h = self.val(acc_v) if acc_v is not None else None
         if isinstance(acc_h, Tile) and acc_h.space == "l0c":
             c = self.out_tile(op.result)            # the same L0C tile: accumulate in place
             self._products(c, tacc, M, N, K, np_, init=0)
+            return
+        if self.an.home.get(id(op.result)) == L0C:  # read a few rows at a time: FIX drains the slices
+            init(self.out_tile(op.result), op, tacc, M, N, K, np_)
             return
         c_at = _ceil_to(int(self.fn.attrs.get("l0c_peak", 0)), 64)
         if c_at + M * np_ * 4 > self.m.capacity["l0c"]:
@@ -111,7 +118,7 @@ class CubeEmitter:
             self._l0c_parity = 1 - getattr(self, "_l0c_parity", 1)
             c_at += self._l0c_parity * half
         c = Tile.dense(c_at, tacc, (M, N), 4, "l0c")
-        self._products(c, tacc, M, N, K, np_, init=1)
+        init(c, op, tacc, M, N, K, np_)
         dst = self.out_tile(op.result)
         tout = dst.dtype
         if acc_v is not None and tout == tacc and asm_type(acc_v.type) == tacc:
@@ -133,6 +140,16 @@ class CubeEmitter:
         self.vec(f"vcast.{tacc}.{acc.dtype}", wide, [acc])
         self.vec(f"vadd.{tacc}", prod, [prod, wide])
         self.vec(f"vcast.{tout}.{tacc}", dst, [prod])
+
+    def _initialised(self, c: Tile, op, tacc, M, N, K, np_) -> None:
+        """C = A @ B."""
+        self._products(c, tacc, M, N, K, np_, init=1)
+
+    def _zeroed(self, c: Tile, op, tacc, M, N, K, np_) -> None:
+        """C = 0 + A @ B: zeroed by a product over k = 0, then accumulated into, as a loop's L0C
+        accumulator is (a sum that is -0.0 comes out +0.0, as ``acc + a @ b`` does)."""
+        self.zero_l0c(c, op)
+        self._products(c, tacc, M, N, K, np_, init=0)
 
     def _add_drained(self, c: Tile, dst: Tile, acc: Tile, M: int, N: int, np_: int) -> None:
         """dst = acc + C, FIX draining C a few rows at a time into two small UB buffers in turn

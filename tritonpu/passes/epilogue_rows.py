@@ -7,7 +7,8 @@ accumulator alone is 128 KiB of the 192 KiB.  When the kernel does not fit UB th
 does the epilogue in chunks of T rows.
 
 Guarantees: when the function's blocks do not fit on chip (buffer planning's judgement), take a
-``for`` loop (or an ``if`` of its versions, see passes/unswitch.py) at the top level of the body
+``for`` loop (or an ``if`` of its versions, see passes/unswitch.py), or a ``dot`` with no
+accumulator or one of zeros (K in one block: ``acc = tl.dot(a, b)``), at the top level of the body
 with a 2-D f32 or i32 result R whose every use is
 elementwise work (elementwise ops, compares, selects, casts, splats, broadcasts of one row,
 constants) ending in ``store_tile``s of values with R's rows and unit column stride, every block
@@ -118,6 +119,11 @@ def _chunk(fn: Function, loop: Op, r, ops, rows, t: int) -> None:
     fn.body.ops = before + out + after
 
 
+def _fresh_product(op) -> bool:
+    """A ``dot`` with no accumulator or one of zeros: its product can stay in L0C."""
+    return op.name == "dot" and (len(op.operands) == 2 or const_value(op.operands[2]) == 0)
+
+
 @register
 class EpilogueRows(Pass):
     name = "epilogue-rows"
@@ -126,7 +132,7 @@ class EpilogueRows(Pass):
         if fits_on_chip(fn):
             return
         users = _users(fn)
-        for loop in [o for o in fn.body.ops if o.name in ("for", "if")]:
+        for loop in [o for o in fn.body.ops if o.name in ("for", "if") or _fresh_product(o)]:
             for r in loop.results:
                 if not (r.type.is_block and len(r.type.shape) == 2 and str(r.type.scalar) in ("f32", "i32")):
                     continue
