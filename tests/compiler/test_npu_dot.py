@@ -450,3 +450,38 @@ def test_a_product_of_negative_zeros_added_to_zeros_is_positive_zero():
     assert outs["npu"].tobytes() == outs["ref"].tobytes() and not np.signbit(outs["npu"][3]).any()
     isa = h.asm["isa"]
     assert "mmad.f32.f16 l0c[0], l0a[0], l0b[0], 32, 0, 32, init=1" in isa and "vadd" not in isa, isa
+
+
+@tritonpu.jit
+def _dot_and_column_sums(x_ptr, w_ptr, y_ptr, ws_ptr, N, K, swn, swk,
+                         BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    offs_m = tl.program_id(0) * BM + tl.arange(0, BM)
+    offs_n = tl.program_id(1) * BN + tl.arange(0, BN)
+    offs_k = tl.arange(0, BK)
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    ws = tl.zeros((BN,), dtype=tl.float32)
+    for kk in range(0, K // BK):
+        x = tl.load(x_ptr + offs_m[:, None] * K + (kk * BK + offs_k)[None, :])
+        w = tl.load(w_ptr + (kk * BK + offs_k)[:, None] * swk + offs_n[None, :] * swn)
+        acc = tl.dot(x, w, acc)
+        ws += tl.sum(w, axis=0)
+    tl.store(y_ptr + offs_m[:, None] * N + offs_n[None, :], acc)
+    if tl.program_id(0) == 0:
+        tl.store(ws_ptr + offs_n, ws)
+
+
+def test_a_column_major_operand_also_summed_is_bitwise_the_same_with_double_buffering_off():
+    """W given as its transpose (rows not contiguous): a dot operand that is also reduced is read
+    through a transposed view or as a dense copy, depending on double buffering; its fp32 column
+    sums are the same bits either way, and the reference backend's."""
+    M, N, K = 128, 128, 64
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((M, K)).astype(np.float32)
+    W = rng.standard_normal((N, K)).astype(np.float32)           # w[k, n] = W[n, k]
+    got = []
+    for opts in ({}, {"double_buffer": False}, {"backend": "ref"}):
+        y, ws = np.zeros((M, N), np.float32), np.zeros(N, np.float32)
+        _dot_and_column_sums[(2, 2)](x, W, y, ws, N, K, K, 1, BM=64, BN=64, BK=32, **opts)
+        got.append((y.tobytes(), ws.tobytes()))
+    assert got[0][1] == got[1][1] == got[2][1] and got[0][0] == got[1][0]
+    np.testing.assert_allclose(np.frombuffer(got[0][1], np.float32), W.sum(axis=1), rtol=1e-5, atol=1e-5)

@@ -286,6 +286,23 @@ def test_vector_reduce(op, dt):
     cover("vreduce." + op)
 
 
+@pytest.mark.parametrize("axis", [0, 1])
+def test_a_sum_of_a_transposed_view_adds_in_the_order_of_its_dense_copy(axis):
+    """A float sum is a function of the values and the axis alone: a tile read through a transposed
+    view (strides 1 and 32) sums bit for bit as its dense copy does (numpy's order of additions
+    followed the view's layout: a column-major dot operand's tl.sum differed in the last bit with
+    double buffering on and off, which reads it once as a view and once as a copy)."""
+    r = np.random.default_rng(5)
+    a = (r.standard_normal(64 * 32) * 10.0 ** r.uniform(-4, 4, 64 * 32)).astype(np.float32)
+    dense = np.ascontiguousarray(a.reshape(64, 32).T)            # the 32 x 64 tile the view shows
+    n = 64 if axis == 0 else 32
+    outs = [run_vec(f"    vreduce.sum.f32 ub[O], {src}, 64, rows=32, axis={axis}", [a, dense], np.zeros(n, np.float32))
+            for src in ("ub[A, 1, 32]", "ub[B]")]
+    assert outs[0].tobytes() == outs[1].tobytes()
+    np.testing.assert_array_equal(outs[1], np.sum(dense, axis=axis))
+    assert not np.array_equal(np.sum(dense, axis=axis), np.sum(dense.T.copy().T, axis=axis))  # the order matters
+
+
 @pytest.mark.parametrize("op", ["cumsum", "cumprod"])
 @pytest.mark.parametrize("dt", ["f32", "f16", "i32"])
 @pytest.mark.parametrize("axis", [1, 0])

@@ -301,7 +301,15 @@ def _reduce_fn(op, dt):
     c = cdt(dt)
     if op == "sum":
         acc = c if dt.kind == "f" or c is not dt else dt
-        return lambda a, ax: np.sum(a if c is dt else a.astype(c), axis=ax, dtype=acc, keepdims=True)
+        # summed as a row-major copy: numpy's order of additions follows the operand's layout (it
+        # sums along the axis whose elements are adjacent pairwise), and a sum is a function of the
+        # values alone (a transposed view sums as its dense copy does; rows apart are no concern)
+        def total(a, ax):
+            a = a if c is dt else a.astype(c)
+            if not a.flags.c_contiguous and not (a.strides[1] == a.itemsize and a.strides[0] >= a.nbytes // len(a)):
+                a = np.ascontiguousarray(a)
+            return np.sum(a, axis=ax, dtype=acc, keepdims=True)
+        return total
     if op in ("max", "min"):
         if dt.kind == "f" or c is not dt:       # floats: maxnum / minnum (NaN only if all are NaN)
             f = np.fmax.reduce if op == "max" else np.fmin.reduce
