@@ -55,6 +55,7 @@ class Analysis(CubeHomes, Coalescing):
         self.l0c_continued: dict = {}    # id(for op) -> {iter index: the L0C values it goes on from}
         self.l0c_stored: dict = {}       # id(for op) -> {iter index: the values from the loop's final
         #                                    accumulator to the one FIX stores (ifs, a cast), all in L0C}
+        #                                    (id(dot op) -> {0: (its cast,) or ()}: a product only stored)
         self._cube_homes(fn)
         self._homes(fn)
         self._groups(fn)
@@ -220,6 +221,11 @@ class Analysis(CubeHomes, Coalescing):
                 if home == self.home.get(id(op.result), REG) and not copied:
                     merge(group(op.operands[0]), op.result)
                     continue
+            if op.name == "dot" and id(op) in self.l0c_stored:     # a product FIX stores
+                g = group(op.result)
+                for v in self.l0c_stored[id(op)][0]:
+                    merge(g, v)
+                continue
             if op.name == "for":
                 for i, (a, r) in enumerate(zip(op.regions[0].args[1:], op.results)):
                     chain = self.l0c_loops.get(id(op), {}).get(i)

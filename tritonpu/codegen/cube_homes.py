@@ -168,10 +168,7 @@ class CubeHomes:
                     self.home[id(v)] = L0C
                 self.l0c_stored.setdefault(id(op), {})[i] = tuple(path[1:])
                 continue
-            cast = uses[0][0] if len(uses) == 1 and uses[0][0].name == "cast" \
-                and final.type.scalar.is_float and uses[0][0].result.type.scalar.is_float else None
-            stored = final if self._stored_row_major_only(final) else \
-                cast.result if cast is not None and self._stored_row_major_only(cast.result) else None
+            stored = self._stored_by_fix(final)
             if stored is not None:
                 path.append(stored)
                 for v in path:
@@ -181,14 +178,28 @@ class CubeHomes:
     def _plain_dot(self, op: Op) -> None:
         """A dot outside a loop's L0C accumulator: an accumulator of zeros (a constant of the
         result's type, every use of it such a dot's or a loop's that zeroes its L0C tile itself) is
-        made in L0C, never in UB; a 2-D result only read a few rows at a time (``slice``s of whole
-        rows, see passes/epilogue_rows.py) stays in L0C, FIX draining each slice's rows."""
+        made in L0C, never in UB; then a 2-D result only read a few rows at a time (``slice``s of
+        whole rows, see passes/epilogue_rows.py) stays in L0C, FIX draining each slice's rows, and
+        one only stored (through a float cast too) stays there, FIX storing it to GM."""
         if len(op.operands) > 2 and self._zero_accumulator(op.operands[2]):
             self.home[id(op.operands[2])] = NOWHERE
+        if len(op.operands) > 2 and self.home.get(id(op.operands[2])) != NOWHERE:
+            return          # (the product is added to its accumulator on the vector unit)
         uses = self.users.get(id(op.result), [])
-        if len(op.result.type.shape) == 2 and uses and all(_whole_rows(u) for u, _ in uses) and \
-                (len(op.operands) == 2 or self.home.get(id(op.operands[2])) == NOWHERE):
+        if len(op.result.type.shape) == 2 and uses and all(_whole_rows(u) for u, _ in uses):
             self.home[id(op.result)] = L0C
+        elif (stored := self._stored_by_fix(op.result)) is not None:
+            self.home[id(op.result)] = self.home[id(stored)] = L0C
+            self.l0c_stored[id(op)] = {0: (stored,) if stored is not op.result else ()}
+
+    def _stored_by_fix(self, v):
+        """The value FIX stores to GM when ``v``'s one use is a 2-D row-major store, or a float cast
+        of it only stored that way (FIX converts on the way); else None."""
+        uses = self.users.get(id(v), [])
+        cast = uses[0][0] if len(uses) == 1 and uses[0][0].name == "cast" \
+            and v.type.scalar.is_float and uses[0][0].result.type.scalar.is_float else None
+        return v if self._stored_row_major_only(v) else \
+            cast.result if cast is not None and self._stored_row_major_only(cast.result) else None
 
     def _zero_accumulator(self, v) -> bool:
         if const_value(v) != 0 or not v.type.is_block or str(v.type.scalar) not in ("f32", "i32"):

@@ -8,8 +8,10 @@ queue after their issue while P was busy with earlier work (back-pressure, not i
 Guarantees: ``cycles`` is the slowest core's cycles; ``pipe_busy`` sums busy cycles over cores
 (keys: scalar mte2 mte1 cube fix vector mte3; the scalar unit is busy one cycle per instruction
 it issues plus scalar GM latencies); the roofline follows DESIGN.md §6 over the distinct GM bytes
-read and written and the logical MACs: ``max(read/(cores*32), write/(cores*64),
-sum(macs_T / (cores*16*16*K0_T)))``, ``efficiency = roofline_cycles / cycles``.
+read and written and the logical MACs: ``max(read/(cores*32), write/(cores*W),
+sum(macs_T / (cores*16*16*K0_T)))`` -- W the rate of the fastest path that can write GM: FIX's
+256 B/cycle from L0C when the launch does cube work, else MTE3's 64 --,
+``efficiency = roofline_cycles / cycles``.
 """
 from __future__ import annotations
 
@@ -74,8 +76,11 @@ class Stats:
         # padded L1 tiles copy; names starting with __), whose transfers bytes_by_path still counts
         rd = sum(gmmaps.count(x) for name, x in st.gm_read.items() if not name.startswith("__"))
         wr = sum(gmmaps.count(x) for x in st.gm_written.values())
+        # GM is written by MTE3 from UB, or by FIX straight from L0C: the faster FIX when the
+        # launch did cube work (a dot's result may leave that way), MTE3 otherwise
+        writer = "l0c->gm" if st.macs else "ub->gm"
         terms = {"mte2 read": rd / (cores * m.ddr_bytes_per_cycle),
-                 "mte3 write": wr / (cores * m.paths["ub->gm"].bytes_per_cycle),
+                 "gm write": wr / (cores * m.paths[writer].bytes_per_cycle),
                  "cube": sum(v / (cores * m.macs_per_cycle(t)) for t, v in st.macs.items())}
         bound = max(terms, key=lambda k: terms[k])
         stalls = dict(sorted(st.stalls.items(), key=lambda kv: -kv[1]))
