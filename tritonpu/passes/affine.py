@@ -418,6 +418,26 @@ def nonneg(v, loops: dict, assumed=frozenset(), args=None) -> bool:
     if op.name == "cast" and op.operands[0].type.scalar.is_int and v.type.scalar.is_int and \
             v.type.scalar.bits >= op.operands[0].type.scalar.bits:
         return nonneg(op.operands[0], loops, assumed, args)
+    if op.name == "sub":        # x - k with x >= k: cdiv's (n + d - 1) // d
+        k = const_of(op.operands[1])
+        return isinstance(k, int) and not isinstance(k, bool) and _at_least(op.operands[0], k, loops, assumed, args)
+    return False
+
+
+def _at_least(v, k: int, loops: dict, assumed, args) -> bool:
+    """True when the integer scalar ``v`` is provably >= ``k``: a constant, or a constant plus a
+    value that is provably >= the rest."""
+    c = const_of(v)
+    if c is not None:
+        return isinstance(c, int) and not isinstance(c, bool) and c >= k
+    if k <= 0 and nonneg(v, loops, assumed, args):
+        return True
+    op = v.owner
+    if op is not None and op.name == "add":
+        for x, y in (op.operands, op.operands[::-1]):
+            c = const_of(y)
+            if isinstance(c, int) and not isinstance(c, bool) and _at_least(x, k - c, loops, assumed, args):
+                return True
     return False
 
 
