@@ -232,3 +232,44 @@ def test_a_carried_value_that_overflows_ub_is_reported_at_its_source_line():
     first = str(e.value).splitlines()[0]
     assert re.match(r".*kernels/flash_attention\.py:\d+:\d+: error: the kernel needs \d+ bytes of Unified Buffer", first)
     assert "`acc_2` (tensor<256x128xf32>) alone takes 131072 bytes" in first
+
+
+@tritonpu.jit
+def _gathered_rows_matmul(a_ptr, b_ptr, c_ptr, idx_ptr, N, K, T, BM: tl.constexpr, BN: tl.constexpr,
+                          BK: tl.constexpr):
+    """A fused-MoE-style matmul: A's rows picked by token ids, padding ids (>= T) masked out."""
+    rm = tl.program_id(0) * BM + tl.arange(0, BM)
+    rn = tl.program_id(1) * BN + tl.arange(0, BN)
+    rk = tl.arange(0, BK)
+    tok = tl.load(idx_ptr + rm)
+    acc = tl.zeros((BM, BN), tl.float32)
+    for k in range(0, tl.cdiv(K, BK)):
+        a = tl.load(a_ptr + tok[:, None] * K + (k * BK + rk)[None, :],
+                    mask=(tok < T)[:, None] & (rk[None, :] < K - k * BK), other=0.0)
+        b = tl.load(b_ptr + (k * BK + rk)[:, None] * N + rn[None, :],
+                    mask=(rk[:, None] < K - k * BK) & (rn[None, :] < N), other=0.0)
+        acc += tl.dot(a, b)
+    tl.store(c_ptr + rm[:, None] * N + rn[None, :], acc.to(tl.float16), mask=(tok < T)[:, None] & (rn[None, :] < N))
+
+
+@pytest.mark.parametrize("BM,BN,BK", [(64, 64, 64), (128, 128, 64)])
+def test_rows_masked_by_data_are_a_row_gather_and_a_row_scatter(BM, BN, BK):
+    """``mask=(tok < T)[:, None] & ...`` on the load of rows picked by ``tok`` and on the store:
+    a row gather and a row scatter with a row mask (rows with a padding id read nothing and are
+    not written).  The load was element by element with a pointer block in UB: 128x128x64 did not
+    compile."""
+    rng = np.random.default_rng(BM)
+    T, N, K, R = 200, 192, 160, 256
+    a = rng.standard_normal((T, K)).astype(np.float16)
+    b = rng.standard_normal((K, N)).astype(np.float16)
+    idx = rng.integers(0, T, R).astype(np.int32)
+    idx[rng.random(R) < 0.3] = T + 7                   # padding ids
+    ref = np.zeros((R, N), np.float32)
+    ok = idx < T
+    ref[ok] = a[idx[ok]].astype(np.float32) @ b.astype(np.float32)
+    c = np.full((R, N), 3.0, np.float16)
+    h = _gathered_rows_matmul[(R // BM, -(-N // BN))](a, b, c, idx, N, K, T, BM=BM, BN=BN, BK=BK)
+    np.testing.assert_allclose(c[ok].astype(np.float32), ref[ok], rtol=2e-2, atol=5e-2)
+    assert (c[~ok] == 3.0).all()                        # rows with a padding id are not written
+    isa = h.asm["isa"]
+    assert "element-by-element" not in isa and "gather.gm.l1.f16" in isa and "scatter.ub.gm.f16" in isa, isa

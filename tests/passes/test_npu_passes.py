@@ -441,6 +441,32 @@ CHECK: gather_rows %tab,
     assert "load %tp" not in out and "store %op" not in out
 
 
+
+def test_ma_a_mask_of_data_per_row_is_the_row_gathers_and_scatters_row_mask():
+    """``mask=(idx < n)[:, None] & (cols < D)``: the rows' conjunct is data, which only a row
+    transfer can apply (its row mask): the gather of rows picked by ``idx`` takes it, and so does
+    the store to rows one stride apart, a scatter of rows ``arange * D``.  (Both were element by
+    element, a pointer block in UB: vLLM's fused-MoE matmul did not fit at 64x64x64.)"""
+    text = GATHER.replace("%m = broadcast %mc : tensor<8x16xi1>",
+                          "%ns = splat %n : tensor<8xi32>\n  %mr = cmp %idx, %ns {pred = \"lt\"} : tensor<8xi1>\n"
+                          "  %mre = expand_dims %mr {axis = 1} : tensor<8x1xi1>\n"
+                          "  %mrb = broadcast %mre : tensor<8x16xi1>\n  %mcb = broadcast %mc : tensor<8x16xi1>\n"
+                          "  %m = and %mrb, %mcb : tensor<8x16xi1>")
+    out = run_text(text, MA)
+    filecheck(out, r"""
+CHECK: %mre = expand_dims %mr {axis = 1} : tensor<8x1xi1>
+CHECK: %7 = reshape %im : tensor<8xi32>
+CHECK-NEXT: %8 = reshape %mre : tensor<8xi1>
+CHECK-NEXT: %9 = gather_rows %tab, %7, %6, %8 : tensor<8x16xf32>
+CHECK: %14 = arange {end = 8, start = 0} : tensor<8xi32>
+CHECK-NEXT: %15 = splat %D : tensor<8xi32>
+CHECK-NEXT: %16 = mul %14, %15 : tensor<8xi32>
+CHECK-NEXT: %17 = reshape %mre : tensor<8xi1>
+CHECK-NEXT: scatter_rows %out, %16, %13, %9, %17
+""")
+    assert "load %tp" not in out and "store %op" not in out
+
+
 LOOP = """
 func @k(%x: ptr<f32>, %y: ptr<f32>, %n: i32, %stride: i32) {
   %z = constant {value = 0} : i32

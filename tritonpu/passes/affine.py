@@ -123,6 +123,9 @@ class Analyzer:
         self.b = b
         self.loops = loops or {}        # for-loop region argument -> (loop, index): range facts
         self.assumptions: list = []      # i1 scalars the structured form needs (else: element path)
+        # a [R, 1] i1 block of data the mask of a rank-2 access takes per row (``(idx < n)[:, None]``):
+        # only a row gather or scatter can apply it (its row mask); see ``mask``
+        self.row_mask = None
         # `(c + arange) % m` as data (an index vector) instead of affine-unless-it-wraps: the form
         # of the guarded access's other branch, for when the block does wrap around
         self.wrap_as_data = wrap_as_data
@@ -274,7 +277,8 @@ class Analyzer:
 
     # ---- masks ------------------------------------------------------------------------------------
     def mask(self, v, shape):
-        """Per-dimension upper bounds (None: no bound) such that mask[i] == all(i_d < bound_d)."""
+        """Per-dimension upper bounds (None: no bound) such that mask[i] == all(i_d < bound_d) --
+        and ``row_mask[i_0]`` when a rank-2 mask has a conjunct of data per row (``row_mask``)."""
         rank = len(shape)
         k = const_of(v)
         if k is not None:
@@ -296,7 +300,15 @@ class Analyzer:
             return x[:ax] + [None] + x[ax:]
         if op.name == "broadcast":
             src_shape = op.operands[0].type.shape
-            x = self.mask(op.operands[0], src_shape)
+            try:
+                x = self.mask(op.operands[0], src_shape)
+            except NotAffine:
+                if rank != 2 or list(src_shape) != [shape[0], 1]:
+                    raise
+                # data per row: the access's row mask (a conjunction of them if there are several)
+                m = op.operands[0]
+                self.row_mask = m if self.row_mask is None else b.op("and", [self.row_mask, m], m.type)
+                return [None, None]
             out = []
             for bound, n, m in zip(x, src_shape, shape):
                 if bound is not None and n == 1 and m != 1:

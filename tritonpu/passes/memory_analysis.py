@@ -187,6 +187,12 @@ class MemoryAnalysis(Pass):
         valids = [b.value(an.clamp(bd, n)) for bd, n in zip(bounds, shape)]
         if not (isinstance(off.c, int) and off.c == 0):
             base = b.op("addptr", [base, b.value(off.c)], base.type)
+        if an.row_mask is not None:
+            # a mask of data per row: a gather (scatter) of rows applies it, the rows picked by data
+            # or one stride apart
+            if off.coldata is not None or not _is_one(off.strides[1]):
+                return None
+            return self._rows(op, b, base, off, bounds, valids, is_load, an.row_mask)
         if is_load and len(shape) == 2 and off.coldata is None and not _is_one(off.strides[1]) and \
                 (off.rowdata is not None or _is_one(off.strides[0])) and self._dot_operand_only(op.result):
             return self._transposed(op, b, base, off, bounds, valids)
@@ -218,16 +224,18 @@ class MemoryAnalysis(Pass):
 
     @staticmethod
     def _index_vector(b: "Builder", data, n, stride):
-        """A [n] vector of element offsets: ``data`` ([n, 1] or [1, n]) plus ``arange(n) * stride``."""
-        ity = data.type.scalar
-        vec = b.op("reshape", [data], T.block(ity, [n]))
-        if not (isinstance(stride, int) and stride == 0):
+        """A [n] vector of element offsets: ``data`` ([n, 1] or [1, n]; None: zeros) plus
+        ``arange(n) * stride``."""
+        ity = data.type.scalar if data is not None else \
+            T.i64 if not isinstance(stride, int) and stride.type == T.i64 else T.i32
+        vec = b.op("reshape", [data], T.block(ity, [n])) if data is not None else None
+        if not (isinstance(stride, int) and stride == 0) or vec is None:
             ar = b.op("arange", [], T.block(T.i32, [n]), start=0, end=n)
             s = b.cast(stride, ity) if not isinstance(stride, int) else b.value(stride, ity)
             if ity != T.i32:
                 ar = b.op("cast", [ar], T.block(ity, [n]))
             step = b.op("mul", [ar, b.op("splat", [s], T.block(ity, [n]))], T.block(ity, [n]))
-            vec = b.op("add", [vec, step], T.block(ity, [n]))
+            vec = step if vec is None else b.op("add", [vec, step], T.block(ity, [n]))
         return vec
 
     @staticmethod
@@ -290,12 +298,18 @@ class MemoryAnalysis(Pass):
             if _is_transpose(u) and u.operands[0] is val:
                 _replace(u.result, val.owner.operands[0], self.fn)
 
-    def _rows(self, op, b, base, off, bounds, valids, is_load):
+    def _rows(self, op, b, base, off, bounds, valids, is_load, row_mask=None):
+        """Rows picked by an index vector (data, plus ``arange * stride``; the stride alone when
+        the rows are one stride apart), each contiguous: ``gather_rows`` / ``scatter_rows``, masked
+        per row by the rows' bound and ``row_mask`` ([R, 1] data)."""
         if not (isinstance(off.strides[1], int) and off.strides[1] == 1):
             return None
         R = op.operands[0].type.shape[0]
         rows = self._index_vector(b, off.rowdata, R, off.strides[0])
         extra = [self._lane_mask(b, R, valids[0])] if bounds[0] is not None else []
+        if row_mask is not None:
+            per_row = b.op("reshape", [row_mask], T.block(T.i1, [R]))
+            extra = [b.op("and", [extra[0], per_row], per_row.type) if extra else per_row]
         if is_load:
             extra = self._masked_fill(op, b, extra, R)
             if extra is None:
