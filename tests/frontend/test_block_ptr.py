@@ -169,3 +169,37 @@ def test_block_offsets_from_a_one_dimensional_grid_need_no_lower_bound_check(M, 
                                rtol=2e-2, atol=5e-2)
     assert "element-by-element" not in h.asm["isa"] and "gm->ub" not in h.stats.bytes_by_path
     assert h.stats.bytes_by_path["l0c->gm"] == M * N * 2
+
+
+@triton.jit
+def bp_matmul_persistent(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    num_pid_n = tl.cdiv(N, BN)
+    for tile in range(tl.program_id(0), tl.cdiv(M, BM) * num_pid_n, tl.num_programs(0)):
+        pid_m = tile // num_pid_n
+        pid_n = tile % num_pid_n
+        a_bp = tl.make_block_ptr(a_ptr, (M, K), (K, 1), (pid_m * BM, 0), (BM, BK), (1, 0))
+        b_bp = tl.make_block_ptr(b_ptr, (K, N), (N, 1), (0, pid_n * BN), (BK, BN), (1, 0))
+        acc = tl.zeros((BM, BN), tl.float32)
+        for k in range(0, tl.cdiv(K, BK)):
+            acc = tl.dot(tl.load(a_bp, boundary_check=(0, 1), padding_option="zero"),
+                         tl.load(b_bp, boundary_check=(0, 1), padding_option="zero"), acc)
+            a_bp = tl.advance(a_bp, (0, BK))
+            b_bp = tl.advance(b_bp, (BK, 0))
+        c_bp = tl.make_block_ptr(c_ptr, (M, N), (N, 1), (pid_m * BM, pid_n * BN), (BM, BN), (1, 0))
+        tl.store(c_bp, acc.to(tl.float16), boundary_check=(0, 1))
+
+
+def test_block_offsets_from_a_persistent_tile_loop_need_no_lower_bound_check():
+    """Tutorial 09's persistent form, ``for tile in range(pid, num_tiles, tl.num_programs(0))``: the
+    tile index starts >= 0 and steps by a count >= 0, so it is >= 0 (only a constant step was
+    known), and the block pointers' lower bounds hold: tiles, not element-by-element gathers
+    (128x128x64 needed a 128x128 int64 offset block in UB and did not compile)."""
+    M, N, K = 256, 256, 200
+    rng = np.random.default_rng(9)
+    a = rng.standard_normal((M, K)).astype(np.float16)
+    b = rng.standard_normal((K, N)).astype(np.float16)
+    c = np.zeros((M, N), np.float16)
+    h = bp_matmul_persistent[(3,)](a, b, c, M, N, K, BM=128, BN=128, BK=64)
+    np.testing.assert_allclose(c.astype(np.float32), a.astype(np.float32) @ b.astype(np.float32),
+                               rtol=2e-2, atol=5e-2)
+    assert "element-by-element" not in h.asm["isa"] and "gm->ub" not in h.stats.bytes_by_path

@@ -406,13 +406,12 @@ def nonneg(v, loops: dict, assumed=frozenset(), args=None) -> bool:
         return True
     op = v.owner
     if op is None:
-        # a loop's induction variable or carried value that starts >= 0 and only grows
+        # a loop's induction variable or carried value that starts >= 0 and does not go down
         if id(v) not in loops:
             return bool(args is not None and args(v))
         loop, i = loops[id(v)]
-        if i == 0:
-            step = const_of(loop.operands[2])
-            return isinstance(step, int) and step > 0 and nonneg(loop.operands[0], loops, assumed, args)
+        if i == 0:      # start + j * step, j >= 0 (a step of num_programs too: persistent loops)
+            return nonneg(loop.operands[2], loops, assumed, args) and nonneg(loop.operands[0], loops, assumed, args)
         init, nxt = loop.operands[3 + i - 1], loop.regions[0].terminator.operands[i - 1]
         return nonneg(init, loops, assumed, args) and nonneg(nxt, loops, assumed | {id(v)}, args)
     k = const_of(v)
