@@ -358,3 +358,42 @@ def test_the_leaky_relu_epilogue_at_the_largest_configs_runs_a_few_rows_at_a_tim
     starts = [int(s) for s in re.findall(r"= slice %\w+ \{offsets = \[(\d+), 0\]\}", ir)]
     assert len(starts) >= 2 and starts[:2] == [0, starts[1]] and starts[1] in (16, 32, 64, 128), ir
     assert "mov.l0c.ub.f32.f32" in h.asm["isa"]          # FIX drains the rows
+
+
+@triton.jit
+def _wrapped_matmul_row_scale(a_ptr, b_ptr, c_ptr, s_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr,
+                              BK: tl.constexpr):
+    pid_m = tl.program_id(0)
+    pid_n = tl.program_id(1)
+    offs_am = (pid_m * BM + tl.arange(0, BM)) % M
+    offs_bn = (pid_n * BN + tl.arange(0, BN)) % N
+    offs_k = tl.arange(0, BK)
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k in range(0, K, BK):
+        a = tl.load(a_ptr + offs_am[:, None] * K + (k + offs_k)[None, :])
+        b = tl.load(b_ptr + (k + offs_k)[:, None] * N + offs_bn[None, :])
+        acc = tl.dot(a, b, acc)
+    offs_m = pid_m * BM + tl.arange(0, BM)
+    offs_n = pid_n * BN + tl.arange(0, BN)
+    acc = acc * tl.load(s_ptr + offs_m, mask=offs_m < M, other=0.0)[:, None]        # per-row dequant scale
+    tl.store(c_ptr + offs_m[:, None] * N + offs_n[None, :], acc.to(tl.float16),
+             mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))
+
+
+@pytest.mark.parametrize("M,N", [(256, 256), (200, 300)])
+def test_the_versions_of_a_wrapped_k_loop_share_their_zeros_in_l0c(M, N):
+    """The ``% M`` / ``% N`` guards make the K loop four versions (unswitch), all starting from the
+    same ``tl.zeros``: they were a 128x256 fp32 tile in UB (no single loop used them), and with a
+    per-row scale epilogue the tutorial's first config needed 263680 bytes of UB.  The zeros are
+    made in L0C, as for one loop."""
+    K = 128
+    rng = np.random.default_rng(M)
+    a = rng.standard_normal((M, K)).astype(np.float16)
+    b = (rng.standard_normal((K, N)) / 8).astype(np.float16)
+    s = rng.standard_normal(M).astype(np.float32)
+    c = np.zeros((M, N), np.float16)
+    h = _wrapped_matmul_row_scale[(triton.cdiv(M, 128), triton.cdiv(N, 256))](a, b, c, s, M, N, K, BM=128, BN=256,
+                                                                              BK=64)
+    np.testing.assert_allclose(c.astype(np.float32), (a.astype(np.float32) @ b.astype(np.float32)) * s[:, None],
+                               rtol=2e-2, atol=2e-2)
+    assert not re.search(r"= splat %\w+ \{ub = \d+\} : tensor<128x256xf32>", h.asm["buffer-planning"])

@@ -58,6 +58,11 @@ class CubeHomes:
         for op in fn.walk():
             if op.name == "for":
                 self._l0c_stores(op)
+        for op in fn.walk():        # zeros only L0C accumulators start from: made there
+            if op.name == "for" or (op.name == "dot" and self.home.get(id(op.result)) != L0C):
+                for v in op.operands[3:] if op.name == "for" else op.operands[2:]:
+                    if self._zero_accumulator(v):
+                        self.home[id(v)] = NOWHERE
         for op in fn.walk():
             if op.name == "dot" and self.home.get(id(op.result)) != L0C:
                 self._plain_dot(op)
@@ -124,8 +129,7 @@ class CubeHomes:
             self.l0c_loops.setdefault(id(op), {})[i] = chain
             if goes_on:
                 self.l0c_continued.setdefault(id(op), {})[i] = self._l0c_on(init)
-            elif init.owner is not None and all(u is op for u, _ in self.users.get(id(init), [])):
-                self.home[id(init)] = NOWHERE     # the zeros are made in L0C, never in UB
+            # (else it starts from zeros, made in L0C: see _zero_accumulator)
             # the last trips a pipelined loop leaves (one `if` each) accumulate in the same tile;
             # all but the last if's result feed the next one's dot
             tails, v = [], op.results[i]
@@ -176,13 +180,10 @@ class CubeHomes:
                 self.l0c_stored.setdefault(id(op), {})[i] = tuple(path[1:])
 
     def _plain_dot(self, op: Op) -> None:
-        """A dot outside a loop's L0C accumulator: an accumulator of zeros (a constant of the
-        result's type, every use of it such a dot's or a loop's that zeroes its L0C tile itself) is
-        made in L0C, never in UB; then a 2-D result only read a few rows at a time (``slice``s of
+        """A dot outside a loop's L0C accumulator, with no accumulator or one of zeros made in L0C
+        (see ``_zero_accumulator``): a 2-D result only read a few rows at a time (``slice``s of
         whole rows, see passes/epilogue_rows.py) stays in L0C, FIX draining each slice's rows, and
         one only stored (through a float cast too) stays there, FIX storing it to GM."""
-        if len(op.operands) > 2 and self._zero_accumulator(op.operands[2]):
-            self.home[id(op.operands[2])] = NOWHERE
         if len(op.operands) > 2 and self.home.get(id(op.operands[2])) != NOWHERE:
             return          # (the product is added to its accumulator on the vector unit)
         uses = self.users.get(id(op.result), [])
@@ -202,6 +203,10 @@ class CubeHomes:
             cast.result if cast is not None and self._stored_row_major_only(cast.result) else None
 
     def _zero_accumulator(self, v) -> bool:
+        """``v`` is zeros of an accumulator type whose every use is as the accumulator of a dot
+        outside a loop's L0C chain or as the start of a loop's L0C accumulator (which zeroes its
+        tile itself): it is made in L0C (a product over k = 0), never in UB.  The versions
+        ``unswitch`` makes of a K loop all start from the same zeros."""
         if const_value(v) != 0 or not v.type.is_block or str(v.type.scalar) not in ("f32", "i32"):
             return False
         for u, k in self.users.get(id(v), []):
