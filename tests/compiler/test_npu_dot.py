@@ -515,3 +515,36 @@ def test_a_product_only_stored_goes_from_l0c_to_gm_by_fix(out_dt):
     t = "f16" if out_dt == np.float16 else "f32"
     assert f"mov.l0c.gm.{t}.f32 y_ptr[" in isa and "mov.ub.gm" not in isa and "mov.l0c.ub" not in isa, isa
     assert h.stats.bytes_by_path.get("l0c->gm") == M * N * np.dtype(out_dt).itemsize
+
+
+@tritonpu.jit
+def _two_dots_a_trip(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    rm = tl.program_id(0) * BM + tl.arange(0, BM)
+    rn = tl.program_id(1) * BN + tl.arange(0, BN)
+    rk = tl.arange(0, BK)
+    acc = tl.zeros((BM, BN), tl.float32)
+    for k0 in range(0, K, 2 * BK):      # a K loop unrolled by hand
+        acc = tl.dot(tl.load(a_ptr + rm[:, None] * K + (k0 + rk)[None, :]),
+                     tl.load(b_ptr + (k0 + rk)[:, None] * N + rn[None, :]), acc)
+        acc = tl.dot(tl.load(a_ptr + rm[:, None] * K + (k0 + BK + rk)[None, :]),
+                     tl.load(b_ptr + (k0 + BK + rk)[:, None] * N + rn[None, :]), acc)
+    tl.store(c_ptr + rm[:, None] * N + rn[None, :], acc)
+
+
+@pytest.mark.parametrize("K", [256, 384])
+def test_two_dots_a_trip_accumulate_in_one_l0c_tile_through_the_odd_last_trip(K):
+    """Two ``acc = tl.dot(.., acc)`` a trip: double buffering leaves the odd last trip after the
+    loop, a chain of two dots -- they accumulate in the loop's L0C tile too (the first got an L0C
+    tile of its own: 128x256 needed 262144 bytes of L0C and did not compile)."""
+    M, N = 128, 256
+    rng = np.random.default_rng(K)
+    a = rng.standard_normal((M, K)).astype(np.float16)
+    b = rng.standard_normal((K, N)).astype(np.float16)
+    got = []
+    for opts in ({}, {"double_buffer": False}):
+        c = np.zeros((M, N), np.float32)
+        h = _two_dots_a_trip[(1, 1)](a, b, c, M, N, K, BM=128, BN=256, BK=64, **opts)
+        got.append(c)
+    np.testing.assert_allclose(got[0], a.astype(np.float32) @ b.astype(np.float32), rtol=1e-3, atol=1e-3)
+    assert got[0].tobytes() == got[1].tobytes()
+    assert "mov.l0c.gm.f32.f32" in h.asm["isa"]

@@ -51,7 +51,8 @@ class Analysis(CubeHomes, Coalescing):
             for i, v in enumerate(op.operands):
                 self.users.setdefault(id(v), []).append((op, i))
         self.l0c_loops: dict = {}        # id(for op) -> {iter index: dot op}
-        self.l0c_tails: dict = {}        # id(for op) -> {iter index: the dots of the trips it leaves}
+        self.l0c_tails: dict = {}        # id(for op) -> {iter index: the dots of the trips it leaves,
+        #                                    a list of chains (each accumulating into the next)}
         self.l0c_continued: dict = {}    # id(for op) -> {iter index: the L0C values it goes on from}
         self.l0c_stored: dict = {}       # id(for op) -> {iter index: the values from the loop's final
         #                                    accumulator to the one FIX stores (ifs, a cast), all in L0C}
@@ -237,8 +238,8 @@ class Analysis(CubeHomes, Coalescing):
                         if self.home.get(id(r)) == L0C:     # and after the loop: the odd last
                             tails = self.l0c_tails.get(id(op), {}).get(i, [])   # trips, until FIX stores it
                             stored = self.l0c_stored.get(id(op), {}).get(i, ())
-                            between = [if_result_of(t) for t in tails[:-1]]
-                            for v in (r, *[t.result for t in tails], *between, *stored):
+                            between = [if_result_of(t[-1]) for t in tails[:-1]]
+                            for v in (r, *[d.result for t in tails for d in t], *between, *stored):
                                 merge(group(a), v)
                         else:
                             group(r)
