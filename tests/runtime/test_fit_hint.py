@@ -1,5 +1,7 @@
 """A launch that needs more on-chip memory than the NPU has: the CompilationError names the block,
 its bytes, and a block size that fits, found by compiling (tritonpu/runtime/fit_hint.py)."""
+import re
+
 import numpy as np
 import pytest
 
@@ -47,3 +49,21 @@ def test_the_search_is_bounded(monkeypatch):
     x = np.arange(32768, dtype=np.int32)
     with pytest.raises(tritonpu.CompilationError, match=r"halving N one at a time \(1 compile\) did not make it fit"):
         fixed_block[(1,)](x, np.zeros_like(x), N=8, backend="npu")
+
+
+@tritonpu.jit
+def tile_sums(x_ptr, y_ptr, SEQ: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr):
+    r = tl.arange(0, BM)[:, None] * BN + tl.arange(0, BN)[None, :]
+    tl.store(y_ptr + r, tl.cumsum(tl.load(x_ptr + r), 1))
+    tl.store(y_ptr + tl.arange(0, SEQ), tl.load(x_ptr + tl.arange(0, SEQ)))
+
+
+def test_block_sizes_are_halved_first_and_together():
+    """Two block sizes that only fit halved together (256x256 int32 tiles, two of them), beside a
+    larger extent that is the problem's (SEQ) -- halving SEQ first used up the search."""
+    x = np.arange(256 * 256, dtype=np.int32)
+    with pytest.raises(tritonpu.CompilationError) as e:
+        tile_sums[(1,)](x, np.zeros_like(x), SEQ=512, BM=256, BN=256, backend="npu")
+    msg = str(e.value)
+    assert re.search(r"use a smaller block size — it fits with (BM=128, BN=128|BN=128, BM=128) \(checked by compiling",
+                     msg), msg

@@ -3,12 +3,14 @@
 A kernel that runs on the reference backend but needs more Unified Buffer / L1 / L0 than the NPU
 has fails with a ``CompilationError`` naming the block and its bytes; this module adds the size
 that fits: each ``tl.constexpr`` the kernel uses as a block extent (``tl.arange``, ``zeros``,
-block pointer shapes, ...; :func:`config_space.analyse`) is halved, largest first, and the kernel
-compiled for the NPU (no launch) until it fits, at most :data:`MAX_COMPILES` compiles in all; the
-first that fits is named, else the message says that halving alone did not help. Only the error
-path pays for it.
+block pointer shapes, ...; :func:`config_space.analyse`) is halved -- in rounds, block sizes first
+(see ``_candidates``) -- and the kernel compiled for the NPU (no launch) until it fits, at most
+:data:`MAX_COMPILES` compiles in all; the first that fits is named, else the message says that
+halving did not help. Only the error path pays for it.
 """
 from __future__ import annotations
+
+import re
 
 from tritonpu.errors import CompilationError, TritonpuError
 
@@ -41,22 +43,47 @@ def _fits(jitfn, bound: dict, options: dict, scalars: dict) -> bool | None:
         return None
 
 
+_KNOB = re.compile(r"^(BLOCK|TILE|B[A-Z]?$)", re.IGNORECASE)     # BLOCK_SIZE_M, BLOCK_N, BM, TILE_K
+
+
+def _candidates(extents: list):
+    """The assignments tried, in order: halvings in rounds -- each extent halved once, then twice,
+    ... -- the block sizes (``BLOCK*``, ``TILE*``, ``BM``) before other extents (a sequence length
+    or head dimension is the problem's, not a choice), and after the first round the block sizes
+    halved together (a 128x128 tile that only fits as 64x64)."""
+    knobs = [e for e in extents if _KNOB.match(e[0])]
+    order = knobs + [e for e in extents if not _KNOB.match(e[0])]
+    r = 1
+    while any(v >> r >= 1 for _, v in order):
+        for name, v in order:
+            if v >> r >= 1:
+                yield name, {name: v >> r}
+        if r == 1 and len(knobs) > 1:
+            yield None, {name: v >> 1 for name, v in knobs}
+        r += 1
+
+
 def size_that_fits(jitfn, bound: dict, options: dict, scalars: dict) -> str:
-    """A sentence for the error: the block size that fits, or that halving one did not help."""
+    """A sentence for the error: the block size that fits, or that halving did not help."""
     tried = 0
     extents = _block_extents(jitfn, bound)
-    for name, value in extents:
-        v = value // 2
-        while v >= 1 and tried < MAX_COMPILES:
-            tried += 1
-            ok = _fits(jitfn, {**bound, name: v}, options, scalars)
-            if ok:
-                return (f" — it fits with {name}={v} (checked by compiling; the rest of the launch as given; a "
-                        f"kernel whose one block must span its data, a whole row, then needs a loop over blocks)")
-            if ok is None:
-                break
-            v //= 2
+    dead, together = set(), False
+    for name, change in _candidates(extents):
+        if tried >= MAX_COMPILES:
+            break
+        if name in dead:
+            continue
+        tried += 1
+        together |= name is None
+        ok = _fits(jitfn, {**bound, **change}, options, scalars)
+        if ok:
+            sizes = ", ".join(f"{n}={v}" for n, v in change.items())
+            return (f" — it fits with {sizes} (checked by compiling; the rest of the launch as given; a "
+                    f"kernel whose one block must span its data, a whole row, then needs a loop over blocks)")
+        if ok is None and name is not None:
+            dead.add(name)          # (no good for another reason: smaller is no better)
     if not extents:
         return ""
     names = ", ".join(n for n, _ in extents)
-    return f" — halving {names} one at a time ({tried} compile{'' if tried == 1 else 's'}) did not make it fit"
+    how = "one at a time and together" if together else "one at a time"
+    return f" — halving {names} {how} ({tried} compile{'' if tried == 1 else 's'}) did not make it fit"
