@@ -187,6 +187,8 @@ class CubeHomes:
         one only stored (through a float cast too) stays there, FIX storing it to GM."""
         if len(op.operands) > 2 and self.home.get(id(op.operands[2])) != NOWHERE:
             return          # (the product is added to its accumulator on the vector unit)
+        if str(op.result.type.scalar) not in ("f32", "i32"):
+            return          # (out_dtype=tl.float16: FIX converts it as it drains it)
         uses = self.users.get(id(op.result), [])
         if len(op.result.type.shape) == 2 and uses and all(_whole_rows(u) for u, _ in uses):
             self.home[id(op.result)] = L0C
