@@ -284,6 +284,7 @@ class CubeHomes:
             return None
         return chain
 
+
 def _whole_rows(op) -> bool:
     """``op`` is a ``slice`` of some rows of a 2-D block, every column (what FIX drains from L0C)."""
     if op.name != "slice":

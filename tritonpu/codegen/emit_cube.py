@@ -5,9 +5,12 @@ Operands the memory analysis left in L1 (loaded by MTE2 straight from GM, see th
 ``tl.trans``; operands computed on the vector side go UB -> L1 (MTE3) first.  A's rows are padded
 to the cube's K0 (32 bytes of the input type), B's and C's to 16 elements.  ``mmad`` accumulates
 in L0C in fp32 / int32: into the loop's accumulator in place when the dot's ``acc`` lives in L0C
-(``init=0``; zeroed before the loop by a product over k = 0, drained once after it), else into a
-scratch tile drained by FIX to UB, converting to the result type, with ``acc`` added on the vector
-unit.  Blocks larger than L0A/L0B/L0C are a ``CompilationError`` naming the space and the bytes.
+(``init=0``; zeroed before the loop by a product over k = 0, drained once after it); a dot
+outside such a loop whose product stays in L0C (only stored, or read a few rows at a time: see
+``cube_homes._plain_dot``) into its planned L0C tile; else into a scratch tile drained by FIX to
+UB, converting to the result type, with ``acc`` added on the vector unit.  An ``acc`` of zeros made
+in L0C is a product over k = 0 before the dot's.  Blocks larger than L0A/L0B/L0C are a
+``CompilationError`` naming the space and the bytes.
 """
 from __future__ import annotations
 
@@ -97,7 +100,7 @@ class CubeEmitter:
                 self._slots[role] = (self.scalar(tile.operands[0]), tile.attrs["event"] if reads else None)
         self._operands = (a_at, a_rows, a_cols, a_t, b_at, b_rows, b_cols, b_t, mt, nt, kt, es, k0, tin)
         if acc_v is not None and self.an.home.get(id(acc_v)) == NOWHERE:
-            acc_v, init = None, self._zeroed     # zeros made in L0C (see cube_homes._plain_dot)
+            acc_v, init = None, self._zeroed     # zeros made in L0C (cube_homes._zero_accumulator)
         else:
             init = self._initialised
         acc_h = self.val(acc_v) if acc_v is not None else None
@@ -105,7 +108,7 @@ class CubeEmitter:
             c = self.out_tile(op.result)            # the same L0C tile: accumulate in place
             self._products(c, tacc, M, N, K, np_, init=0)
             return
-        if self.an.home.get(id(op.result)) == L0C:  # read a few rows at a time: FIX drains the slices
+        if self.an.home.get(id(op.result)) == L0C:  # only stored, or read a few rows at a time: FIX
             init(self.out_tile(op.result), op, tacc, M, N, K, np_)
             return
         c_at = _ceil_to(int(self.fn.attrs.get("l0c_peak", 0)), 64)
