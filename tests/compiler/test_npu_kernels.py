@@ -273,3 +273,32 @@ def test_rows_masked_by_data_are_a_row_gather_and_a_row_scatter(BM, BN, BK):
     assert (c[~ok] == 3.0).all()                        # rows with a padding id are not written
     isa = h.asm["isa"]
     assert "element-by-element" not in isa and "gather.gm.l1.f16" in isa and "scatter.ub.gm.f16" in isa, isa
+
+
+@tritonpu.jit
+def _flipped_rows_matmul(a_ptr, b_ptr, c_ptr, M, K, scm, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    rm = tl.arange(0, BM)
+    rn = tl.arange(0, BN)
+    rk = tl.arange(0, BK)
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k in range(0, K, BK):
+        acc = tl.dot(tl.load(a_ptr + rm[:, None] * K + (k + rk)[None, :]),
+                     tl.load(b_ptr + (k + rk)[:, None] * BN + rn[None, :]), acc)
+    tl.store(c_ptr + (M - 1 - rm[:, None]) * scm + rn[None, :], acc)      # rows reversed: stride -scm
+
+
+@pytest.mark.parametrize("K", [32, 64])
+def test_a_stride_negative_at_run_time_is_not_a_tile_transfer(K):
+    """``(M - 1 - rm) * scm`` has the row stride ``-scm``: a transfer moves ascending rows only, and
+    FIX stored the accumulator with that stride -- an ExecutionError ('negative transfer stride')
+    for a right kernel.  The launch's arguments decide the sign (a guard): this launch stores its
+    elements one by one (a launch whose stride is >= 0 compiles the tile store)."""
+    M = N = 32
+    rng = np.random.default_rng(K)
+    a = rng.standard_normal((M, K)).astype(np.float16)
+    b = rng.standard_normal((K, N)).astype(np.float16)
+    ref = a.astype(np.float32) @ b.astype(np.float32)
+    c = np.zeros((M, N), np.float32)
+    h = _flipped_rows_matmul[(1,)](a, b, c, M, K, N, BM=32, BN=32, BK=32)
+    np.testing.assert_allclose(c, ref[::-1], rtol=1e-3, atol=1e-3)
+    assert "mov.l0c.gm" not in h.asm["isa"] and "element-by-element" in h.asm["isa"]

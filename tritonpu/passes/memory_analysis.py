@@ -6,7 +6,9 @@ Guarantees: a ``load``/``store`` of a rank-1, rank-2 or rank-3 block whose point
 ``expand_dims``, ``broadcast`` and integer widening) and whose mask is a conjunction of
 per-dimension bounds (``i_d * k + c' < n`` and its ``<=``/``>``/``>=`` forms, ``k`` a positive
 constant, or uniform conditions) is replaced by ``load_tile``/``store_tile`` with the base pointer
-``p + c``, the strides ``s_d`` (none a negative constant) and the valid extents ``clamp(bound_d, 0, size_d)`` computed by
+``p + c``, the strides ``s_d`` (none negative: a stride computed at run time is >= 0 by its
+arithmetic, or by the launch's arguments -- a guard -- or else by a check in the program, whose
+other branch keeps the op) and the valid extents ``clamp(bound_d, 0, size_d)`` computed by
 scalar ops inserted before it; ``other`` becomes the tile's fill value when it is uniform (else a
 ``select`` after the load).  A rank-2 access whose offsets add a data-dependent per-row term
 (``idx[:, None] * D + cols[None, :]``, an embedding lookup) with contiguous columns becomes
@@ -29,7 +31,8 @@ from __future__ import annotations
 
 from tritonpu.ir import Function, Op, Region, Value
 from tritonpu.ir import types as T
-from tritonpu.passes.affine import Analyzer, Builder, NotAffine, const_of, uniform_other
+from tritonpu.passes.affine import Analyzer, Builder, NotAffine, const_of, nonneg, uniform_other
+from tritonpu.passes.specialize import decide, for_a_launch
 from tritonpu.passes.manager import Pass, register
 
 
@@ -184,6 +187,16 @@ class MemoryAnalysis(Pass):
             return None
         if any(isinstance(st, int) and st < 0 for st in off.strides):
             return None         # descending addresses: transfers move ascending segments only
+        for st in off.strides:  # a stride computed at run time: >= 0, else the element path
+            if isinstance(st, int) or not for_a_launch() or nonneg(st, self.loops, args=an._arg_nonneg):
+                continue        # (IR text compiled for no launch -- `tritonpu opt` -- takes it as it is)
+            zero = Op("constant", [], [st.type], {"value": 0})
+            ge = Op("cmp", [st, zero.result], [T.i1], {"pred": "ge"})
+            known = decide(self.fn, b.ops + [zero, ge], ge.result)
+            if known is False:
+                return None
+            if known is None:
+                an.assumptions.append(b.op("cmp", list(b._unify(st, 0)[:2]), T.i1, pred="ge"))
         valids = [b.value(an.clamp(bd, n)) for bd, n in zip(bounds, shape)]
         if not (isinstance(off.c, int) and off.c == 0):
             base = b.op("addptr", [base, b.value(off.c)], base.type)

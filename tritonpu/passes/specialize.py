@@ -45,6 +45,11 @@ def launch_values(scalars: dict):
         _LAUNCH.reset(token)
 
 
+def for_a_launch() -> bool:
+    """Whether the compile is for a launch whose scalar arguments are known (see launch_values)."""
+    return _LAUNCH.get() is not None
+
+
 def _evaluate(ops, value, env: dict):
     for op in ops:
         if op.name == "constant":
