@@ -548,3 +548,49 @@ def test_two_dots_a_trip_accumulate_in_one_l0c_tile_through_the_odd_last_trip(K)
     np.testing.assert_allclose(got[0], a.astype(np.float32) @ b.astype(np.float32), rtol=1e-3, atol=1e-3)
     assert got[0].tobytes() == got[1].tobytes()
     assert "mov.l0c.gm.f32.f32" in h.asm["isa"]
+
+
+@tritonpu.jit
+def _gated_once(a_ptr, b_ptr, g_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
+                GATED: tl.constexpr):
+    rm = tl.arange(0, BM)
+    rn = tl.arange(0, BN)
+    rk = tl.arange(0, BK)
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    acc2 = tl.zeros((BM, BN), dtype=tl.float32)
+    for k in range(0, K, 2 * BK):       # two dots a trip per accumulator; K = 2 * BK: one trip
+        a0 = tl.load(a_ptr + rm[:, None] * K + (k + rk)[None, :])
+        a1 = tl.load(a_ptr + rm[:, None] * K + (k + BK + rk)[None, :])
+        acc = tl.dot(a0, tl.load(b_ptr + (k + rk)[:, None] * N + rn[None, :]), acc)
+        acc = tl.dot(a1, tl.load(b_ptr + (k + BK + rk)[:, None] * N + rn[None, :]), acc)
+        if GATED:
+            acc2 = tl.dot(a0, tl.load(g_ptr + (k + rk)[:, None] * N + rn[None, :]), acc2)
+            acc2 = tl.dot(a1, tl.load(g_ptr + (k + BK + rk)[:, None] * N + rn[None, :]), acc2)
+    if GATED:
+        acc = acc * tl.sigmoid(acc) * acc2
+    tl.store(c_ptr + rm[:, None] * N + rn[None, :], acc.to(tl.float16))
+
+
+@pytest.mark.parametrize("gated", [False, True])
+def test_a_chain_of_dots_outside_a_loop_accumulates_in_one_l0c_tile(gated):
+    """A K loop of two dots a trip that runs once (the launch decides it) is two dots, the second
+    accumulating into the first's product: it stays in L0C (stored by FIX, or drained once for a
+    SwiGLU epilogue).  The first product was drained to UB and added on the vector unit: the gated
+    form at 128x128x32 needed 200704 bytes of UB."""
+    M, N, BK = 128, 128, 32
+    K = 2 * BK
+    rng = np.random.default_rng(4)
+    a = (rng.standard_normal((M, K)) * 0.3).astype(np.float16)
+    b = (rng.standard_normal((K, N)) * 0.3).astype(np.float16)
+    g = (rng.standard_normal((K, N)) * 0.3).astype(np.float16)
+    got = []
+    for opts in ({}, {"double_buffer": False}):
+        c = np.zeros((M, N), np.float16)
+        h = _gated_once[(1,)](a, b, g, c, M, N, K, BM=M, BN=N, BK=BK, GATED=gated, **opts)
+        got.append(c)
+    p = a.astype(np.float32) @ b.astype(np.float32)
+    ref = p / (1 + np.exp(-p)) * (a.astype(np.float32) @ g.astype(np.float32)) if gated else p
+    np.testing.assert_allclose(got[0].astype(np.float32), ref, rtol=2e-2, atol=2e-2)
+    assert got[0].tobytes() == got[1].tobytes()
+    isa = h.asm["isa"]
+    assert "vadd.f32 " not in isa and ("mov.l0c.ub" in isa if gated else "mov.l0c.gm.f16.f32" in isa), isa

@@ -54,6 +54,7 @@ class Analysis(CubeHomes, Coalescing):
         self.l0c_tails: dict = {}        # id(for op) -> {iter index: the dots of the trips it leaves,
         #                                    a list of chains (each accumulating into the next)}
         self.l0c_continued: dict = {}    # id(for op) -> {iter index: the L0C values it goes on from}
+        self.l0c_plain: set = set()      # ids of dots outside loop accumulators whose product stays in L0C
         self.l0c_stored: dict = {}       # id(for op) -> {iter index: the values from the loop's final
         #                                    accumulator to the one FIX stores (ifs, a cast), all in L0C}
         #                                    (id(dot op) -> {0: (its cast,) or ()}: a product only stored)
@@ -222,9 +223,13 @@ class Analysis(CubeHomes, Coalescing):
                 if home == self.home.get(id(op.result), REG) and not copied:
                     merge(group(op.operands[0]), op.result)
                     continue
-            if op.name == "dot" and id(op) in self.l0c_stored:     # a product FIX stores
-                g = group(op.result)
-                for v in self.l0c_stored[id(op)][0]:
+            if op.name == "dot" and id(op) in self.l0c_plain:
+                # a product kept in L0C outside a loop's accumulator: in its accumulator's tile when
+                # that is one (a chain of dots), with the cast FIX stores
+                acc = op.operands[2] if len(op.operands) > 2 else None
+                g = group(acc) if acc is not None and self.home.get(id(acc)) == L0C else group(op.result)
+                merge(g, op.result)
+                for v in self.l0c_stored.get(id(op), {}).get(0, ()):
                     merge(g, v)
                 continue
             if op.name == "for":

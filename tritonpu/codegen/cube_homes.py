@@ -181,20 +181,31 @@ class CubeHomes:
                 self.l0c_stored.setdefault(id(op), {})[i] = tuple(path[1:])
 
     def _plain_dot(self, op: Op) -> None:
-        """A dot outside a loop's L0C accumulator, with no accumulator or one of zeros made in L0C
-        (see ``_zero_accumulator``): a 2-D result only read a few rows at a time (``slice``s of
-        whole rows, see passes/epilogue_rows.py) stays in L0C, FIX draining each slice's rows, and
-        one only stored (through a float cast too) stays there, FIX storing it to GM."""
-        if len(op.operands) > 2 and self.home.get(id(op.operands[2])) != NOWHERE:
+        """A dot outside a loop's L0C accumulator, with no accumulator, one of zeros made in L0C
+        (see ``_zero_accumulator``) or the L0C product of the dot before it: a 2-D result only read
+        a few rows at a time (``slice``s of whole rows, see passes/epilogue_rows.py) stays in L0C,
+        FIX draining each slice's rows; one only stored (through a float cast too) stays there, FIX
+        storing it to GM; one that is only the accumulator of the next dot in the same region (a K
+        loop of two dots a trip that runs once) stays there, the next dot accumulating in place."""
+        acc = op.operands[2] if len(op.operands) > 2 else None
+        chained = acc is not None and acc.owner is not None and acc.owner.name == "dot" and \
+            self.home.get(id(acc)) == L0C
+        if acc is not None and self.home.get(id(acc)) != NOWHERE and not chained:
             return          # (the product is added to its accumulator on the vector unit)
         if str(op.result.type.scalar) not in ("f32", "i32"):
             return          # (out_dtype=tl.float16: FIX converts it as it drains it)
         uses = self.users.get(id(op.result), [])
+        self.l0c_plain.add(id(op))
         if len(op.result.type.shape) == 2 and uses and all(_whole_rows(u) for u, _ in uses):
             self.home[id(op.result)] = L0C
         elif (stored := self._stored_by_fix(op.result)) is not None:
             self.home[id(op.result)] = self.home[id(stored)] = L0C
             self.l0c_stored[id(op)] = {0: (stored,) if stored is not op.result else ()}
+        elif len(uses) == 1 and uses[0][0].name == "dot" and uses[0][1] == 2 and uses[0][0].parent is op.parent \
+                and uses[0][0].result.type == op.result.type:
+            self.home[id(op.result)] = L0C      # the next dot accumulates into it in place
+        else:
+            self.l0c_plain.discard(id(op))
 
     def _stored_by_fix(self, v):
         """The value FIX stores to GM when ``v``'s one use is a 2-D row-major store, or a float cast

@@ -105,6 +105,10 @@ class CubeEmitter:
             init = self._initialised
         acc_h = self.val(acc_v) if acc_v is not None else None
         if isinstance(acc_h, Tile) and acc_h.space == "l0c":
+            if self.an.home.get(id(op.result)) != L0C:    # the last of a chain of dots: drained
+                self._products(acc_h, tacc, M, N, K, np_, init=0)
+                self.drain_l0c(acc_h, self.out_tile(op.result))
+                return
             c = self.out_tile(op.result)            # the same L0C tile: accumulate in place
             self._products(c, tacc, M, N, K, np_, init=0)
             return
