@@ -1,6 +1,6 @@
 """The cube path at the configurations users write (simulated cycles, deterministic):
 
-    python bench/cube.py [--quick] [--only tutorial,plain,attention,layouts] [--sizes 1024,2048]
+    python bench/cube.py [--quick] [--only tutorial,plain,attention,layouts,oneblock] [--sizes 1024,2048]
 
 Kernels:
 * Triton's matmul tutorial as published (grouped program order, ``% M`` / ``% N`` wrapped
@@ -12,7 +12,10 @@ Kernels:
 * FlashAttention forward (``kernels/flash_attention.py``), fp16, 8 heads x 2048 x 128, BLOCK_M 128,
   BLOCK_N 64 and 128;
 * the tutorial at 128x128x64 with A, B and both stored column-major (``x @ W.T``: the operand is
-  loaded as its transpose and transposed on the way to L0), at the first size.
+  loaded as its transpose and transposed on the way to L0), at the first size;
+* a matmul with K in one block (``tl.dot(a, b)``, no K loop), K = 64, fp32 out, at the first size:
+  at 128x128 only stored (FIX stores the product from L0C), at 128x256 with a GELU epilogue (done a
+  few rows at a time from L0C).
 
 Columns: simulated cycles; the roofline (DESIGN.md section 6) and efficiency = roofline / cycles;
 ``tile bound``: the fewest cycles the tile shape allows -- the busiest of the cube, MTE2, MTE1
@@ -98,6 +101,19 @@ def plain_matmul(a_ptr, b_ptr, c_ptr, K, N: tl.constexpr,
         a = tl.load(a_ptr + rm[:, None] * K + (k + rk)[None, :])
         b = tl.load(b_ptr + (k + rk)[:, None] * N + rn[None, :])
         acc += tl.dot(a, b)
+    tl.store(c_ptr + rm[:, None] * N + rn[None, :], acc)
+
+
+@tritonpu.jit
+def one_block_matmul(a_ptr, b_ptr, c_ptr, N: tl.constexpr, K: tl.constexpr,
+                     BM: tl.constexpr, BN: tl.constexpr, GELU: tl.constexpr):
+    pid = tl.program_id(0)
+    rm = pid // (N // BN) * BM + tl.arange(0, BM)
+    rn = pid % (N // BN) * BN + tl.arange(0, BN)
+    rk = tl.arange(0, K)
+    acc = tl.dot(tl.load(a_ptr + rm[:, None] * K + rk[None, :]), tl.load(b_ptr + rk[:, None] * N + rn[None, :]))
+    if GELU:
+        acc = 0.5 * acc * (1.0 + tl.erf(acc * 0.7071067811865476))
     tl.store(c_ptr + rm[:, None] * N + rn[None, :], acc)
 
 
@@ -228,6 +244,26 @@ def plain(n, rng):
     return res
 
 
+def one_block(n, k, rng):
+    """K in one block (no K loop), fp32 out: the product stored by FIX, or a GELU epilogue done a few
+    rows at a time from L0C."""
+    a = (rng.random((n, k)) - 0.5).astype(np.float16)
+    b = (rng.random((k, n)) - 0.5).astype(np.float16)
+    p = a[:64].astype(np.float64) @ b.astype(np.float64)
+    erf = np.vectorize(math.erf)
+    res = {}
+    for bm, bn, gelu in ((128, 128, False), (128, 256, True)):
+        ref = 0.5 * p * (1 + erf(p / math.sqrt(2))) if gelu else p
+
+        def launch(bm=bm, bn=bn, gelu=gelu):
+            c = np.empty((n, n), np.float32)
+            h = one_block_matmul[(n // bm * (n // bn),)](a, b, c, N=n, K=k, BM=bm, BN=bn, GELU=gelu, sanitize=False)
+            return c, h
+        res[(bm, bn, gelu)] = row(f"one K block {n}x{n}x{k} {bm}x{bn}{' GELU' if gelu else ''}", launch,
+                                  lambda c, ref=ref: _close(c[:64], ref, 1e-3, 1e-3))
+    return res
+
+
 def attention(heads, seq, d, rng, block_ns):
     q, k, v = ((rng.standard_normal((heads, seq, d)) * 0.5).astype(np.float16) for _ in range(3))
     res = {}
@@ -252,7 +288,7 @@ def _attn_ref(q, k, v):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="1024^3 only; attention at 2 heads")
-    ap.add_argument("--only", default="", help="comma-separated subset: tutorial,plain,attention,layouts")
+    ap.add_argument("--only", default="", help="comma-separated subset: tutorial,plain,attention,layouts,oneblock")
     ap.add_argument("--sizes", default="", help="matmul sizes, e.g. 1024,2048 (default 1024,2048)")
     ap.add_argument("--configs", default="", help="tutorial configs, e.g. 128x256x64,64x32x32 (default: all)")
     args = ap.parse_args(argv)
@@ -294,6 +330,11 @@ def main(argv=None):
             r = tutorial(n, rng, [(128, 128, 64)], column_major=cm)[(n, 128, 128, 64)]
             if r:
                 summary.append(f"{'A, B' if cm == 'ab' else cm.upper()} column-major: {r[0].cycles} cycles")
+    if not only or "oneblock" in only:
+        n = sizes[0]
+        for (bm, bn, gelu), r in one_block(n, 64, rng).items():
+            if r:
+                summary.append(f"one K block {bm}x{bn}{' GELU' if gelu else ''}: {r[0].cycles} cycles")
     print("summary: " + "; ".join(summary))
 
 
