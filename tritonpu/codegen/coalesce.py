@@ -65,10 +65,11 @@ class Coalescing:
             if ga is gi or any(w is init for j, w in enumerate(op.operands) if j != 3 + i):
                 continue
             start = self.span[id(op)][0]
-            if all(v.owner is not None and self.defined[id(v)] < start and
-                   self._no_loop_between(v.owner.parent, op)
-                   and all(u is op or self._elsewhere(u, op) for u, _ in self.users.get(id(v), [])
-                           if not (u.parent is op.parent and self.span[id(u)][0] < start)) for v in gi.values):
+            if all((v.owner is not None and self.defined[id(v)] < start and
+                    self._no_loop_between(v.owner.parent, op)
+                    and all(u is op or self._elsewhere(u, op) for u, _ in self.users.get(id(v), [])
+                            if not (u.parent is op.parent and self.span[id(u)][0] < start)))
+                   or self._exclusive(v, op) for v in gi.values):
                 merge(ga, init)
 
     @staticmethod
@@ -81,6 +82,13 @@ class Coalescing:
                 return False
             r = r.parent.parent
         return True
+
+    def _exclusive(self, v, op: Op) -> bool:
+        """``v`` is made and read only where ``op`` does not run (another version of the loop, in
+        the other branch of an ``if`` around ``op``, that started from the same initial tile)."""
+        o = v.owner if v.owner is not None else self._arg_owner(v)
+        return o is not None and self._elsewhere(o, op) and \
+            all(self._elsewhere(u, op) for u, _ in self.users.get(id(v), []))
 
     def _elsewhere(self, u: Op, op: Op) -> bool:
         """``u`` runs only where ``op`` does not: in a branch of an ``if`` whose other branch holds
@@ -215,7 +223,8 @@ class Coalescing:
             return any(self._top_op(u, r) is not None for r in op.regions)
 
         begin = self.span[id(op)][0]
-        if any(not inside(u) and self._read_at(v, u) >= begin for v in ours for u, _ in self.users.get(id(v), [])):
+        if any(not inside(u) and not self._elsewhere(u, op) and self._read_at(v, u) >= begin
+               for v in ours for u, _ in self.users.get(id(v), [])):
             return False                # read after the if (or beside it): its buffer must stay
         for region in op.regions:
             yb = region.terminator.operands[i] if region.terminator is not None else None

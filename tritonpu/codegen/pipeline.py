@@ -17,7 +17,8 @@ from tritonpu.codegen.sync import insert_sync
 from tritonpu.errors import CompilationError, ExecutionError, LaunchError
 from tritonpu.ir import parse_function
 from tritonpu.passes import PassManager
-from tritonpu.passes.buffer_planning import EARLY_STARTS, TRIAL_AFTER_CLEANUP
+from tritonpu.codegen.homes import REUSE_LOADED
+from tritonpu.passes.buffer_planning import EARLY_STARTS, REUSE_FIRST, TRIAL_AFTER_CLEANUP
 from tritonpu.passes.manager import PassError
 from tritonpu.passes.specialize import launch_values
 
@@ -120,6 +121,17 @@ def _compile_npu(ir_text: str, options, print_after) -> NpuKernel:
                 return _compile_npu(ir_text, options, print_after)
             finally:
                 EARLY_STARTS.reset(token)
+        if "Unified Buffer" in e.message and not fn.attrs.get(REUSE_LOADED):
+            # the tiles fit, with the temporaries they did not: elementwise work written over the
+            # loaded tiles it reads (``beta * c`` over ``c``) leaves them room -- a load that
+            # reuses such a buffer waits for the work, which beats leaving a pass out
+            token = REUSE_FIRST.set(True)
+            try:
+                return _compile_npu(ir_text, options, print_after)
+            except CompilationError:
+                pass
+            finally:
+                REUSE_FIRST.reset(token)
         # Buffer planning fits the tiles; emission adds temporaries (a sort's or a reduction's
         # scratch rows, dot operands staged in L1).  When those are what no longer fits next to
         # the second buffers (an L1 panel), the kernel compiles without them rather than not at all.

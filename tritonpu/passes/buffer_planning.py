@@ -115,6 +115,9 @@ TRIAL_AFTER_CLEANUP = contextvars.ContextVar("trial_after_cleanup", default=Fals
 # less room for the temporaries emission adds; when they then do not fit, the compile is run
 # again with this off (codegen/pipeline.py).
 EARLY_STARTS = contextvars.ContextVar("early_starts", default=True)
+# Elementwise work planned in place over loaded tiles from the first plan on (see ``plan``): set
+# when the tiles fit without it but emission's temporaries then did not (codegen/pipeline.py).
+REUSE_FIRST = contextvars.ContextVar("reuse_loaded_first", default=False)
 
 
 def trial_plan(fn) -> None:
@@ -132,7 +135,10 @@ def plan(fn, machine="ascend910b", reuse: bool = True) -> tuple[Analysis, dict]:
     again with elementwise work done in place over loaded tiles (``reuse_loaded_tiles`` on the
     function: a row as large as half of UB then fits, at the price of its next load waiting for
     the store); the first error is raised if that does not fit either.  ``reuse=False``: no
-    second try (tiling and double buffering ask whether a kernel fits without it)."""
+    second try (tiling and double buffering ask whether a kernel fits without it).  Under
+    ``REUSE_FIRST`` the first plan already reuses loaded tiles."""
+    if reuse and REUSE_FIRST.get():
+        fn.attrs[REUSE_LOADED] = True
     try:
         return _plan(fn, machine)
     except CompilationError as e:

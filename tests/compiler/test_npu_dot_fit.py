@@ -1,0 +1,87 @@
+"""Matmuls at 128x128 blocks whose accumulator or epilogue tiles live in UB: they fit when the
+buffers that are never live together share one (buffer planning, codegen/coalesce.py) and when
+elementwise work is planned over the loaded tile it reads (codegen/pipeline.py)."""
+import re
+
+import numpy as np
+
+import tritonpu
+import tritonpu.language as tl
+
+
+@tritonpu.jit
+def _mm_from_bias(a_ptr, b_ptr, c_ptr, bias_ptr, M, N, K,
+                  BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    pid_m = tl.program_id(0)
+    pid_n = tl.program_id(1)
+    rm = pid_m * BM + tl.arange(0, BM)
+    rn = pid_n * BN + tl.arange(0, BN)
+    rk = tl.arange(0, BK)
+    acc = tl.load(bias_ptr + rm[:, None] * N + rn[None, :])
+    for k in range(0, K, BK):
+        a = tl.load(a_ptr + rm[:, None] * K + (k + rk)[None, :])
+        b = tl.load(b_ptr + (k + rk)[:, None] * N + rn[None, :])
+        acc = tl.dot(a, b, acc)
+    tl.store(c_ptr + rm[:, None] * N + rn[None, :], acc)
+
+
+def _run_from_bias(K, **opts):
+    M = N = 256
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((M, K)).astype(np.float16)
+    b = rng.standard_normal((K, N)).astype(np.float16)
+    bias = rng.standard_normal((M, N)).astype(np.float32)
+    c = np.zeros((M, N), np.float32)
+    h = _mm_from_bias[(2, 2)](a, b, c, bias, M, N, K, BM=128, BN=128, BK=32, **opts)
+    np.testing.assert_allclose(c, bias + a.astype(np.float64) @ b.astype(np.float64), rtol=1e-4, atol=1e-4)
+    return c, h
+
+
+def test_an_accumulator_loaded_from_memory_fits_at_128x128x32():
+    """``acc = tl.load(bias)`` then ``acc = tl.dot(a, b, acc)`` in the K loop: the accumulator
+    starts in UB (only the cube writes L0C).  ``unswitch`` makes versions of the K loop, each
+    starting from the loaded tile; they run in exclusive branches, so the first one carries the
+    accumulator in the loaded tile's own buffer.  It needed 200704 bytes of UB before (three 64 KiB
+    tiles and the product's drain); now 131072, and the results are the same bits with double
+    buffering off."""
+    c, h = _run_from_bias(224)
+    ir = h.asm["buffer-planning"]
+    bias_at = re.search(r"load_tile [^\n]*\{ub = (\d+)\} : tensor<128x128xf32>", ir).group(1)
+    carried = re.findall(r"= for [^\n]*ub = \[(\d+), -1", ir)
+    assert bias_at in carried, (bias_at, carried)
+    assert int(re.search(r"ub_peak = (\d+)", ir).group(1)) <= 131072
+    c_off, _ = _run_from_bias(224, double_buffer=False)
+    assert c.tobytes() == c_off.tobytes()
+
+
+@tritonpu.jit
+def _mm_beta_c(a_ptr, b_ptr, c_ptr, M, N, K, scm, scn, beta,
+               BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    pid_m = tl.program_id(0)
+    pid_n = tl.program_id(1)
+    rm = pid_m * BM + tl.arange(0, BM)
+    rn = pid_n * BN + tl.arange(0, BN)
+    rk = tl.arange(0, BK)
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k in range(0, K, BK):
+        a = tl.load(a_ptr + rm[:, None] * K + (k + rk)[None, :])
+        b = tl.load(b_ptr + (k + rk)[:, None] * N + rn[None, :])
+        acc += tl.dot(a, b)
+    cp = c_ptr + rm[:, None] * scm + rn[None, :] * scn
+    tl.store(cp, acc + beta * tl.load(cp))
+
+
+def test_beta_times_a_column_major_c_fits_at_128x128x64():
+    """``C = A @ B + beta * C`` with C column-major: loading and storing C transposed takes a 64 KiB
+    scratch tile at emission, which did not fit beside the accumulator, C and ``beta * C``
+    (262144 bytes).  The compile is tried again with ``beta * C`` written over C's tile."""
+    M = N = 256
+    K = 192
+    rng = np.random.default_rng(4)
+    a = rng.standard_normal((M, K)).astype(np.float16)
+    b = rng.standard_normal((K, N)).astype(np.float16)
+    c0 = rng.standard_normal((M, N)).astype(np.float32)
+    c = np.asfortranarray(c0)
+    h = _mm_beta_c[(2, 2)](a, b, c, M, N, K, 1, M, 0.5, BM=128, BN=128, BK=64)
+    np.testing.assert_allclose(c, a.astype(np.float64) @ b.astype(np.float64) + 0.5 * c0, rtol=1e-4, atol=1e-4)
+    assert "reuse_loaded_tiles = true" in h.asm["buffer-planning"]
