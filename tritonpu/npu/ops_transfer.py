@@ -23,6 +23,8 @@ U8 = np.dtype(np.uint8)
 BOOL = np.dtype(np.bool_)
 F32 = np.dtype(np.float32)
 I32 = np.dtype(np.int32)
+F64 = np.dtype(np.float64)
+I64 = np.dtype(np.int64)
 _ATOMIC = {"add": np.add, "max": np.maximum, "min": np.minimum}
 MAX_TRANSFER_BYTES = 1 << 30        # what one transfer may move (bounds its work before it runs)
 _ATOMIC_AT = {"add": np.add.at, "max": np.maximum.at, "min": np.minimum.at}
@@ -466,11 +468,15 @@ def _mmad(st, inst, prog):
         mm, k, n = g_m(), g_k(), g_n()
         a, b, c = ga(mm, k), gb(k, n), gc(mm, n)
         if mm > 0 and n > 0:
-            prod = np.matmul(a.astype(acc), b.astype(acc)) if k > 0 else np.zeros((mm, n), acc)
+            # the sum of the products, exact (float64: every fp16/bf16 product and, for operands of
+            # like magnitude, their sum) and added to the accumulator with one rounding: an element
+            # does not depend on the tile's shape, as a float32 BLAS product's summation order does
+            wide = I64 if acc is I32 else F64
+            prod = np.matmul(a.astype(wide), b.astype(wide)) if k > 0 else np.zeros((mm, n), wide)
             if g_init():
                 c[...] = prod
             else:
-                c += prod
+                c[...] = c + prod
             macs[tname] = macs.get(tname, 0) + mm * k * n
         tick(M, cycles.mmad(m, tname, mm, k, n), inst)
     return run
