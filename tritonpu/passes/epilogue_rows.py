@@ -8,10 +8,11 @@ does the epilogue in chunks of T rows.
 
 Guarantees: when the function's blocks do not fit on chip (buffer planning's judgement), take a
 ``for`` loop (or an ``if`` of its versions, see passes/unswitch.py), or a ``dot`` with no
-accumulator or one of zeros (K in one block: ``acc = tl.dot(a, b)``), at the top level of the body
-with a 2-D f32 or i32 result R whose every use is
+accumulator or one of zeros (K in one block: ``acc = tl.dot(a, b)``), in the function's body or in
+the body of a loop (a persistent kernel's loop over its tiles), with a 2-D f32 or i32 result R whose
+every use is
 elementwise work (elementwise ops, compares, selects, casts, splats, broadcasts of one row,
-constants) ending in ``store_tile``s of values with R's rows and unit column stride, every block
+constants) in the same region, ending in ``store_tile``s of values with R's rows and unit column stride, every block
 value on the way carrying R's rows, being one row, or uniform (a splat or constant: made again
 per chunk).  That work is cloned once per chunk of T rows (T
 the largest power of two below R's rows that divides them and lets the kernel fit): each chunk
@@ -41,10 +42,10 @@ def _users(fn) -> dict:
     return out
 
 
-def _epilogue(fn: Function, loop: Op, r, users):
+def _epilogue(loop: Op, r, users):
     """(ops of the epilogue of ``r`` in body order, ids of the values carrying its rows, the
     stores) when it has the form the module docstring states, else None."""
-    body = fn.body.ops
+    body = loop.parent.ops
     m = r.type.shape[0]
     rows, ops, stores = {id(r)}, [], []
     for o in body[body.index(loop) + 1:]:
@@ -82,8 +83,9 @@ def _epilogue(fn: Function, loop: Op, r, users):
     return ops, rows, stores
 
 
-def _chunk(fn: Function, loop: Op, r, ops, rows, t: int) -> None:
-    body = fn.body.ops
+def _chunk(loop: Op, r, ops, rows, t: int) -> None:
+    region = loop.parent
+    body = region.ops
     m = r.type.shape[0]
     loc = ops[0].loc
     out = []
@@ -111,17 +113,23 @@ def _chunk(fn: Function, loop: Op, r, ops, rows, t: int) -> None:
                 shift_rows(n, new("constant", [], T.i64, value=c), t, new)
             out.append(n)
     for o in out:
-        o.parent = fn.body
+        o.parent = region
     # what the body computes between the epilogue's ops reads none of its values: it goes first
     last = max(body.index(o) for o in ops)
     before = [o for o in body[:last] if all(o is not x for x in ops)]
     after = [o for o in body[last + 1:]]
-    fn.body.ops = before + out + after
+    region.ops = before + out + after
 
 
 def _fresh_product(op) -> bool:
     """A ``dot`` with no accumulator or one of zeros: its product can stay in L0C."""
     return op.name == "dot" and (len(op.operands) == 2 or const_value(op.operands[2]) == 0)
+
+
+def _in_body_or_loop(op: Op, fn: Function) -> bool:
+    """``op`` is in the function's body or directly in a ``for`` loop's body (not in a branch)."""
+    return op.parent is fn.body or (op.parent is not None and op.parent.parent is not None and
+                                    op.parent.parent.name == "for")
 
 
 @register
@@ -132,20 +140,21 @@ class EpilogueRows(Pass):
         if fits_on_chip(fn):
             return
         users = _users(fn)
-        for loop in [o for o in fn.body.ops if o.name in ("for", "if") or _fresh_product(o)]:
+        ops = list(fn.walk())
+        for loop in [o for o in ops if _in_body_or_loop(o, fn) and (o.name in ("for", "if") or _fresh_product(o))]:
             for r in loop.results:
                 if not (r.type.is_block and len(r.type.shape) == 2 and str(r.type.scalar) in ("f32", "i32")):
                     continue
-                found = _epilogue(fn, loop, r, users)
+                found = _epilogue(loop, r, users)
                 if found is None:
                     continue
-                k, j = fn.body.ops.index(loop), list(loop.results).index(r)
+                k, j = ops.index(loop), list(loop.results).index(r)     # (the same in a copy of fn)
 
                 def split(f, t, k=k, j=j):
-                    lp = f.body.ops[k]
-                    got = _epilogue(f, lp, lp.results[j], _users(f))
+                    lp = list(f.walk())[k]
+                    got = _epilogue(lp, lp.results[j], _users(f))
                     if got is None:
                         return False
-                    _chunk(f, lp, lp.results[j], got[0], got[1], t)
+                    _chunk(lp, lp.results[j], got[0], got[1], t)
                 if split_that_fits(fn, r.type.shape[0], split) is not None:
                     return
