@@ -1,5 +1,9 @@
 """Buffer coalescing: values that can share one buffer (a loop's yield and its carried tile, an
-if's result and what its branches make, in-place updates) -- part of :class:`analysis.Analysis`."""
+if's result and what its branches make, in-place updates) -- part of :class:`analysis.Analysis`.
+
+Values made and read only in exclusive branches of an ``if`` (the versions ``unswitch`` makes of
+a loop, each starting from the same initial tile) never live at the same time: a read in another
+branch does not keep a buffer from being shared."""
 from __future__ import annotations
 
 from tritonpu.codegen.homes import L1, LOOPS, UB, Group, in_place_ok, loaded

@@ -13,11 +13,11 @@ from dataclasses import dataclass, field
 
 from tritonpu.codegen.asmlist import Instr, Loop, panel_reserved, render
 from tritonpu.codegen.emit import Emitter
+from tritonpu.codegen.homes import REUSE_LOADED
 from tritonpu.codegen.sync import insert_sync
 from tritonpu.errors import CompilationError, ExecutionError, LaunchError
 from tritonpu.ir import parse_function
 from tritonpu.passes import PassManager
-from tritonpu.codegen.homes import REUSE_LOADED
 from tritonpu.passes.buffer_planning import EARLY_STARTS, REUSE_FIRST, TRIAL_AFTER_CLEANUP
 from tritonpu.passes.manager import PassError
 from tritonpu.passes.specialize import launch_values

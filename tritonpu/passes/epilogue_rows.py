@@ -10,12 +10,11 @@ Guarantees: when the function's blocks do not fit on chip (buffer planning's jud
 ``for`` loop (or an ``if`` of its versions, see passes/unswitch.py), or a ``dot`` with no
 accumulator or one of zeros (K in one block: ``acc = tl.dot(a, b)``), in the function's body or in
 the body of a loop (a persistent kernel's loop over its tiles), with a 2-D f32 or i32 result R whose
-every use is
-elementwise work (elementwise ops, compares, selects, casts, splats, broadcasts of one row,
-constants) in the same region, ending in ``store_tile``s of values with R's rows and unit column stride, every block
-value on the way carrying R's rows, being one row, or uniform (a splat or constant: made again
-per chunk).  That work is cloned once per chunk of T rows (T
-the largest power of two below R's rows that divides them and lets the kernel fit): each chunk
+every use is elementwise work in the same region (elementwise ops, compares, selects, casts,
+splats, broadcasts of one row, constants) ending in ``store_tile``s of values with R's rows and
+unit column stride, every block value on the way carrying R's rows, being one row, or uniform (a
+splat or constant: made again per chunk).  That work is cloned once per chunk of T rows (T the
+largest power of two below R's rows that divides them and lets the kernel fit): each chunk
 reads ``slice R {offsets = [c, 0]}`` (rows c .. c+T of R: FIX drains them from L0C), computes exactly
 what the epilogue computed on those rows, and stores them with its pointer ``c`` rows further and
 its valid rows ``clamp(valid - c, 0, T)``.  Values of one row (``bias[None, :]``) are computed
@@ -141,7 +140,8 @@ class EpilogueRows(Pass):
             return
         users = _users(fn)
         ops = list(fn.walk())
-        for loop in [o for o in ops if _in_body_or_loop(o, fn) and (o.name in ("for", "if") or _fresh_product(o))]:
+        for loop in [o for o in ops if _in_body_or_loop(o, fn) and
+                     (o.name in ("for", "if") or _fresh_product(o))]:
             for r in loop.results:
                 if not (r.type.is_block and len(r.type.shape) == 2 and str(r.type.scalar) in ("f32", "i32")):
                     continue
