@@ -133,3 +133,52 @@ def test_the_epilogue_of_a_dot_in_a_persistent_tile_loop_is_done_a_few_rows_at_a
     erf = np.vectorize(__import__("math").erf)
     np.testing.assert_allclose(ys[256], 0.5 * r * (1 + erf(r / np.sqrt(2))), rtol=1e-4, atol=1e-4)
     assert ys[256].tobytes() == ys[128].tobytes()
+
+
+@tritonpu.jit
+def _two_loops_in_branches(a_ptr, b_ptr, c_ptr, bias_ptr, N, K, f,
+                           BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    rm = tl.program_id(0) * BM + tl.arange(0, BM)
+    rn = tl.program_id(1) * BN + tl.arange(0, BN)
+    rk = tl.arange(0, BK)
+    bias = tl.load(bias_ptr + rm[:, None] * N + rn[None, :])
+    if f > 0:
+        acc = bias
+        for k in range(0, K, BK):
+            a = tl.load(a_ptr + rm[:, None] * K + (k + rk)[None, :], mask=rk[None, :] < K - k, other=0.0)
+            b = tl.load(b_ptr + (k + rk)[:, None] * N + rn[None, :], mask=rk[:, None] < K - k, other=0.0)
+            acc = tl.dot(a, b, acc)
+        out = acc
+    else:
+        out = bias * 2.0
+        for k in range(0, K, BK):
+            a = tl.load(a_ptr + rm[:, None] * K + (k + rk)[None, :], mask=rk[None, :] < K - k, other=0.0)
+            b = tl.load(b_ptr + (k + rk)[:, None] * N + rn[None, :], mask=rk[:, None] < K - k, other=0.0)
+            out = out + tl.dot(a, b) + bias
+    tl.store(c_ptr + rm[:, None] * N + rn[None, :], out)
+
+
+@pytest.mark.parametrize("f", [1, -1])
+@pytest.mark.parametrize("db", [True, False])
+def test_a_tile_one_branch_starts_a_loop_from_is_not_overwritten_while_the_other_reads_it(f, db):
+    """The then-branch's K loop carries its accumulator in the loaded ``bias`` tile's buffer (the
+    tile is not read after it there); the if's result takes that buffer, and so did the
+    else-branch's loop, which reads ``bias`` in every trip: its accumulator overwrote ``bias``
+    (a silent wrong result, max error ~200, found by a probe).  Coalescing now checks that no value
+    of one buffer is live where another is made, on paths where both run."""
+    M = N = 64
+    K, BK = 96, 32
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((M, K)).astype(np.float16)
+    b = rng.standard_normal((K, N)).astype(np.float16)
+    bias = rng.standard_normal((M, N)).astype(np.float32)
+    c = np.zeros((M, N), np.float32)
+    _two_loops_in_branches[(1, 1)](a, b, c, bias, N, K, f, BM=64, BN=64, BK=BK, double_buffer=db)
+    A, B = a.astype(np.float64), b.astype(np.float64)
+    if f > 0:
+        want = bias + A @ B
+    else:
+        want = bias * 2.0
+        for k in range(0, K, BK):
+            want = want + A[:, k:k + BK] @ B[k:k + BK] + bias
+    np.testing.assert_allclose(c, want, rtol=1e-5, atol=1e-4)

@@ -73,7 +73,7 @@ class Coalescing:
                     self._no_loop_between(v.owner.parent, op)
                     and all(u is op or self._elsewhere(u, op) for u, _ in self.users.get(id(v), [])
                             if not (u.parent is op.parent and self.span[id(u)][0] < start)))
-                   or self._exclusive(v, op) for v in gi.values):
+                   or self._exclusive(v, op) for v in gi.values) and not self._interferes(ga, gi):
                 merge(ga, init)
 
     @staticmethod
@@ -122,11 +122,35 @@ class Coalescing:
                 gr, gy = self.group_of[id(r)], self.group_of[id(y)]
                 if gr is gy or any(w is y for j, w in enumerate(term.operands) if j != i):
                     continue
+                if self._interferes(gr, gy):
+                    continue        # (the result's buffer already holds a value still read here)
                 if all(v.owner is not None and self._top_op(v.owner, region) is not None for v in gy.values):
                     merge(gr, y)
                     self._in_place_chain(y, region, gr, merge, i)
                 elif self._dies_into(op, i, y):
                     merge(gr, y)
+
+    def _interferes(self, ga: Group, gb: Group) -> bool:
+        """A value of one group is live where a value of the other is made (on a path where both
+        run: not in exclusive branches) -- one buffer cannot hold both.  (An if's result buffer
+        that a branch's tile already took holds, say, a tile loaded before the if that the other
+        branch reads while computing its own result.)"""
+        return any(self._live_at(v, w) or self._live_at(w, v) for v in ga.values for w in gb.values)
+
+    def _live_at(self, v, w) -> bool:
+        """``v`` is made before ``w`` and read after ``w`` is made, where ``w``'s maker runs."""
+        d = self.defined.get(id(w), 0)
+        if self.defined.get(id(v), 0) > d:
+            return False
+        ow = w.owner if w.owner is not None else self._arg_owner(w)
+        for u, _ in self.users.get(id(v), []):
+            if ow is not None and u is not ow and self._elsewhere(u, ow):
+                continue
+            if _writes_over(u, v, w) or (u is ow and u.name in LOOPS):
+                continue        # w computed over v in place, or a loop starting from v: v's last read
+            if self._read_at(v, u) > d:
+                return True
+        return False
 
     def _in_place_chain(self, y, region, gr: Group, merge, result: int | None = None) -> None:
         """``y`` computed in place over an operand (``acc * alpha``, a dot over its ``acc``) that
