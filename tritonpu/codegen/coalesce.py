@@ -3,7 +3,11 @@ if's result and what its branches make, in-place updates) -- part of :class:`ana
 
 Values made and read only in exclusive branches of an ``if`` (the versions ``unswitch`` makes of
 a loop, each starting from the same initial tile) never live at the same time: a read in another
-branch does not keep a buffer from being shared."""
+branch does not keep a buffer from being shared.
+
+The guarantee: two groups are merged only when no value of one is still to be read where a value
+of the other is made, on a path where both run (``_interferes``) -- a merge never writes over a
+value before its last read."""
 from __future__ import annotations
 
 from tritonpu.codegen.homes import L1, LOOPS, UB, Group, in_place_ok, loaded

@@ -148,9 +148,10 @@ class CubeHomes:
         """An L0C accumulator whose final value is only stored (2-D, rows contiguous in GM) stays
         in L0C after the loop: FIX writes it to GM itself, converting it on the way (a float
         cast of it that is only stored is that conversion); one whose final value is only read a
-        few rows at a time (``slice {start}``) stays there too: FIX drains those rows.  The final value may reach the store
-        through the results of ``if``s whose every branch yields such an accumulator (the
-        versions ``unswitch`` makes of the loop): they all share one L0C tile."""
+        few rows at a time (``slice {start}``) stays there too: FIX drains those rows.  The final
+        value may reach the store through the results of ``if``s whose every branch yields such
+        an accumulator (the versions ``unswitch`` makes of the loop): they all share one L0C
+        tile."""
         for i, chain in self.l0c_loops.get(id(op), {}).items():
             tails = self.l0c_tails.get(id(op), {}).get(i, [])
             final = if_result_of(tails[-1][-1]) if tails else op.results[i]
@@ -195,17 +196,22 @@ class CubeHomes:
         if str(op.result.type.scalar) not in ("f32", "i32"):
             return          # (out_dtype=tl.float16: FIX converts it as it drains it)
         uses = self.users.get(id(op.result), [])
-        self.l0c_plain.add(id(op))
         if len(op.result.type.shape) == 2 and uses and all(_whole_rows(u) for u, _ in uses):
             self.home[id(op.result)] = L0C
         elif (stored := self._stored_by_fix(op.result)) is not None:
             self.home[id(op.result)] = self.home[id(stored)] = L0C
             self.l0c_stored[id(op)] = {0: (stored,) if stored is not op.result else ()}
-        elif len(uses) == 1 and uses[0][0].name == "dot" and uses[0][1] == 2 and uses[0][0].parent is op.parent \
-                and uses[0][0].result.type == op.result.type:
+        elif len(uses) == 1 and self._accumulates_in_place(op, *uses[0]):
             self.home[id(op.result)] = L0C      # the next dot accumulates into it in place
         else:
-            self.l0c_plain.discard(id(op))
+            return
+        self.l0c_plain.add(id(op))
+
+    @staticmethod
+    def _accumulates_in_place(op: Op, user: Op, index: int) -> bool:
+        """Whether ``user`` is a dot in ``op``'s region taking ``op``'s product as its accumulator."""
+        return user.name == "dot" and index == 2 and user.parent is op.parent and \
+            user.result.type == op.result.type
 
     def _stored_by_fix(self, v):
         """The value FIX stores to GM when ``v``'s one use is a 2-D row-major store, or a float cast

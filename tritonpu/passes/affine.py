@@ -76,6 +76,11 @@ class Builder:
         x, y, ty = self._unify(a, b)
         return self.op("sub", [x, y], ty)
 
+    def cmp(self, a, b, pred):
+        """``a pred b`` as an i1, both sides in one integer type."""
+        x, y, _ = self._unify(a, b)
+        return self.op("cmp", [x, y], T.i1, pred=pred)
+
     def neg(self, a):
         return -a if isinstance(a, int) else self.mul(a, -1)
 

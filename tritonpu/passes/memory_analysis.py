@@ -190,13 +190,13 @@ class MemoryAnalysis(Pass):
         for st in off.strides:  # a stride computed at run time: >= 0, else the element path
             if isinstance(st, int) or not for_a_launch() or nonneg(st, self.loops, args=an._arg_nonneg):
                 continue        # (IR text compiled for no launch -- `tritonpu opt` -- takes it as it is)
-            zero = Op("constant", [], [st.type], {"value": 0})
-            ge = Op("cmp", [st, zero.result], [T.i1], {"pred": "ge"})
-            known = decide(self.fn, b.ops + [zero, ge], ge.result)
+            scratch = Builder(op)       # (decided at compile time: these ops are not inserted)
+            ge = scratch.cmp(st, 0, "ge")
+            known = decide(self.fn, b.ops + scratch.ops, ge)
             if known is False:
                 return None
             if known is None:
-                an.assumptions.append(b.op("cmp", list(b._unify(st, 0)[:2]), T.i1, pred="ge"))
+                an.assumptions.append(b.cmp(st, 0, "ge"))
         valids = [b.value(an.clamp(bd, n)) for bd, n in zip(bounds, shape)]
         if not (isinstance(off.c, int) and off.c == 0):
             base = b.op("addptr", [base, b.value(off.c)], base.type)
