@@ -450,6 +450,27 @@ def _gather_segments(st, inst, gname, umem, g_g, g_u, g_n, g_rb, g_rs, g_us, gid
     return run
 
 
+def _cube_sum(c, a, b, k0: int):
+    """``c + a @ b`` as the cube computes it (``c`` None: from zero): K in chunks of ``k0`` (the MAC
+    array's depth: one cycle's step), each chunk's sum exact (float64: every fp16/bf16/fp32
+    product and, for operands of like magnitude, their sum) and added to the float32 accumulator
+    with one rounding, chunk after chunk.  An element depends only on its operands and K -- not on
+    BLOCK_M, BLOCK_N, BLOCK_K (multiples of ``k0``) or how a dot is split across ``mmad``s."""
+    mm, k = a.shape
+    n = b.shape[1]
+    chunks = -(-k // k0)
+    out = np.zeros((mm, n), F32) if c is None else c
+    if chunks == 0:
+        return out
+    pad = chunks * k0 - k       # (zeros: a chunk of them adds nothing)
+    aw = np.pad(a.astype(F64), ((0, 0), (0, pad))) if pad else a.astype(F64)
+    bw = np.pad(b.astype(F64), ((0, pad), (0, 0))) if pad else b.astype(F64)
+    sums = np.matmul(aw.reshape(mm, chunks, k0).transpose(1, 0, 2), bw.reshape(chunks, k0, n))
+    for part in sums:
+        out = (out + part).astype(F32)
+    return out
+
+
 @family("mmad", ["mmad"])
 def _mmad(st, inst, prog):
     R, tick, m = st.R, st.tick, st.m
@@ -468,15 +489,11 @@ def _mmad(st, inst, prog):
         mm, k, n = g_m(), g_k(), g_n()
         a, b, c = ga(mm, k), gb(k, n), gc(mm, n)
         if mm > 0 and n > 0:
-            # the sum of the products, exact (float64: every fp16/bf16 product and, for operands of
-            # like magnitude, their sum) and added to the accumulator with one rounding: an element
-            # does not depend on the tile's shape, as a float32 BLAS product's summation order does
-            wide = I64 if acc is I32 else F64
-            prod = np.matmul(a.astype(wide), b.astype(wide)) if k > 0 else np.zeros((mm, n), wide)
-            if g_init():
-                c[...] = prod
+            if acc is I32:      # exact in int64, wrapping to int32 as it is written
+                prod = np.matmul(a.astype(I64), b.astype(I64))
+                c[...] = prod if g_init() else c + prod
             else:
-                c[...] = c + prod
+                c[...] = _cube_sum(None if g_init() else c, a, b, k0)
             macs[tname] = macs.get(tname, 0) + mm * k * n
         tick(M, cycles.mmad(m, tname, mm, k, n), inst)
     return run
