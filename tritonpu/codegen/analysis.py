@@ -55,6 +55,9 @@ class Analysis(CubeHomes, Coalescing):
         #                                    a list of chains (each accumulating into the next)}
         self.l0c_continued: dict = {}    # id(for op) -> {iter index: the L0C values it goes on from}
         self.l0c_plain: set = set()      # ids of dots outside loop accumulators whose product stays in L0C
+        self.l0c_scaled: dict = {}       # id(dot op) -> the mul by a scalar FIX does as it drains it
+        self.l0c_added: dict = {}        # id(add op) -> (dot, mul): FIX drains the scaled product onto
+        #                                    the add's other operand (cube_homes._scaled_then_added)
         self.l0c_stored: dict = {}       # id(for op) -> {iter index: the values from the loop's final
         #                                    accumulator to the one FIX stores (ifs, a cast), all in L0C}
         #                                    (id(dot op) -> {0: (its cast,) or ()}: a product only stored)
@@ -231,6 +234,8 @@ class Analysis(CubeHomes, Coalescing):
                 merge(g, op.result)
                 for v in self.l0c_stored.get(id(op), {}).get(0, ()):
                     merge(g, v)
+                if id(op) in self.l0c_scaled:
+                    merge(g, self.l0c_scaled[id(op)].result)
                 continue
             if op.name == "for":
                 for i, (a, r) in enumerate(zip(op.regions[0].args[1:], op.results)):

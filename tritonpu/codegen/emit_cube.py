@@ -113,7 +113,11 @@ class CubeEmitter:
             self._products(c, tacc, M, N, K, np_, init=0)
             return
         if self.an.home.get(id(op.result)) == L0C:  # only stored, or read a few rows at a time: FIX
-            init(self.out_tile(op.result), op, tacc, M, N, K, np_)
+            c = self.out_tile(op.result)
+            init(c, op, tacc, M, N, K, np_)
+            if (mul := self.an.l0c_scaled.get(id(op))) is not None:
+                self.define(mul.result, c)          # FIX scales it at the add: see add_scaled_product
+                self.done.add(id(mul))
             return
         c_at = _ceil_to(int(self.fn.attrs.get("l0c_peak", 0)), 64)
         if c_at + M * np_ * 4 > self.m.capacity["l0c"]:
@@ -158,16 +162,27 @@ class CubeEmitter:
         self.zero_l0c(c, op)
         self._products(c, tacc, M, N, K, np_, init=0)
 
-    def _add_drained(self, c: Tile, dst: Tile, acc: Tile, M: int, N: int, np_: int) -> None:
-        """dst = acc + C, FIX draining C a few rows at a time into two small UB buffers in turn
-        (the vector unit adds chunk i while FIX drains chunk i+1); dst may be acc's own buffer
-        (the dot's result in place over its accumulator: no second M x N tile in UB)."""
+    def add_scaled_product(self, op) -> None:
+        """``T + s * (A @ B)`` for an add in ``an.l0c_added``: the product waited in L0C; FIX drains
+        it scaled by ``s``, a few rows at a time, onto T (no M x N tile of the product in UB)."""
+        dot, mul = self.an.l0c_added[id(op)]
+        c = self.val(dot.result)
+        t = op.operands[1] if op.operands[0] is mul.result else op.operands[0]
+        s = mul.operands[1] if mul.operands[0] is dot.result else mul.operands[0]
+        M, N = c.shape
+        self._add_drained(c, self.out_tile(op.result), self.as_tile(t), M, N, _ceil_to(N, 16), self.scalar(s))
+
+    def _add_drained(self, c: Tile, dst: Tile, acc: Tile, M: int, N: int, np_: int, scale=None) -> None:
+        """dst = acc + C (C scaled by ``scale`` on the way), FIX draining C a few rows at a time
+        into two small UB buffers in turn (the vector unit adds chunk i while FIX drains chunk
+        i+1); dst may be acc's own buffer (the dot's result in place over its accumulator: no
+        second M x N tile in UB)."""
         rows = max(1, min(M, _DRAIN_BYTES // (N * 4)))
         bufs = [Tile.dense(self.scratch(rows * N * 4), c.dtype, (rows, N), 4) for _ in range(2 if rows < M else 1)]
         for k, r0 in enumerate(range(0, M, rows)):
             r = min(rows, M - r0)
             buf = bufs[k % len(bufs)].with_(shape=(r, N))
-            self.drain_l0c(c.with_(addr=c.addr + r0 * np_ * 4, shape=(r, N)), buf)
+            self.drain_l0c(c.with_(addr=c.addr + r0 * np_ * 4, shape=(r, N)), buf, scale)
             self.vec(f"vadd.{dst.dtype}", self._rows(dst, r0, r), [self._rows(acc, r0, r), buf])
 
     @staticmethod

@@ -79,6 +79,8 @@ class ScalarEmitter:
 
     # ---- dispatch between the scalar unit and the vector unit -----------------------------------------
     def kind_elementwise(self, op) -> None:
+        if id(op) in self.an.l0c_added:
+            return self.add_scaled_product(op)
         if self.is_ub(op.result):
             return self.v_elementwise(op)
         return self.s_elementwise(op)

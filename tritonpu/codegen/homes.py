@@ -2,6 +2,7 @@
 share storage, and which ops may write their result over an operand."""
 from __future__ import annotations
 
+import contextvars
 from dataclasses import dataclass, field
 
 from tritonpu.ir import Op, Value
@@ -13,6 +14,10 @@ ONCHIP = (UB, L1, L0C)
 VIEW_OPS = frozenset(("expand_dims", "reshape", "broadcast", "permute", "bitcast", "slice"))
 VECTOR_SCALAR_OPS = frozenset(("reduce",))
 LOOPS = frozenset(("for", "while"))
+
+# A product only scaled and added to a tile waits in L0C until the add (cube_homes.
+# _scaled_then_added); a kernel whose L0C that leaves too small is compiled again without it.
+SCALED_IN_L0C = contextvars.ContextVar("scaled_products_wait_in_l0c", default=True)
 
 
 def elem_bytes(ty) -> int:

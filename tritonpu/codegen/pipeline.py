@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from tritonpu.codegen.asmlist import Instr, Loop, panel_reserved, render
 from tritonpu.codegen.emit import Emitter
-from tritonpu.codegen.homes import REUSE_LOADED
+from tritonpu.codegen.homes import REUSE_LOADED, SCALED_IN_L0C
 from tritonpu.codegen.sync import insert_sync
 from tritonpu.errors import CompilationError, ExecutionError, LaunchError
 from tritonpu.ir import parse_function
@@ -94,6 +94,8 @@ def _compile_npu(ir_text: str, options, print_after) -> NpuKernel:
     except PassError as e:
         raise CompilationError(f"internal compiler error: {e}") from None
     except CompilationError as e:
+        if "L0C" in e.message and SCALED_IN_L0C.get():
+            return _without_scaled_in_l0c(ir_text, options, print_after)
         if " of L1" in e.message and "panel-reuse" in pm.pipeline and TRIAL_AFTER_CLEANUP.get():
             return _without_panels(ir_text, options, print_after, e)
         # a loop rewrite judged to fit before the cleanup pass, which then changed what is live
@@ -113,6 +115,8 @@ def _compile_npu(ir_text: str, options, print_after) -> NpuKernel:
     try:
         header, nodes = em.run()
     except CompilationError as e:
+        if "L0C" in e.message and SCALED_IN_L0C.get():
+            return _without_scaled_in_l0c(ir_text, options, print_after)
         if fn.__dict__.get("early_starts") and ("Unified Buffer" in e.message or " of L1" in e.message):
             # the tiles loaded after loops, kept clear of them, left too little room for the
             # temporaries: plan them as they stand
@@ -166,6 +170,16 @@ def _compile_npu(ir_text: str, options, print_after) -> NpuKernel:
     except AsmError as e:
         raise CompilationError(f"internal compiler error: the emitted assembly does not assemble: {e}") from None
     return out
+
+
+def _without_scaled_in_l0c(ir_text, options, print_after) -> NpuKernel:
+    """The kernel compiled again with scaled products drained to UB at once (codegen/homes.py
+    ``SCALED_IN_L0C``): waiting in L0C they left too little of it for the other products."""
+    token = SCALED_IN_L0C.set(False)
+    try:
+        return _compile_npu(ir_text, options, print_after)
+    finally:
+        SCALED_IN_L0C.reset(token)
 
 
 def _without_panels(ir_text, options, print_after, e) -> NpuKernel:
@@ -227,7 +241,8 @@ def launch_npu(kernel, arrays, grid, options) -> object:
     art = artifact(kernel, options, scalars, _share_memory(kernel, arrays))
     # h.asm shows the stages of the launch that ran last (a new dict, replaced at once: launches on
     # other threads may be reading the old one)
-    asm = {k: v for k, v in list(kernel.asm.items()) if k not in NPU_PIPELINE + ["isa"] or k in art.asm}
+    stages = {*NPU_PIPELINE, "isa"}
+    asm = {k: v for k, v in list(kernel.asm.items()) if k not in stages or k in art.asm}
     asm.update(art.asm)
     kernel.asm = asm
     prog = art.program
