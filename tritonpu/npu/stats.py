@@ -26,6 +26,13 @@ from . import gmmaps
 _ORDER = ["scalar", "mte2", "mte1", "cube", "fix", "vector", "mte3"]
 
 
+def _column_sums(rows) -> dict:
+    """Pipe name -> the sum of its column over the cores' rows (in core order)."""
+    if not rows:
+        return {n: 0 for n in PIPE_STAT_NAMES}
+    return dict(zip(PIPE_STAT_NAMES, map(sum, zip(*rows))))
+
+
 @dataclass
 class Stats:
     kernel: str
@@ -67,8 +74,8 @@ class Stats:
     @classmethod
     def from_state(cls, st, prog, arrays, cores, used):
         m = st.m
-        busy = {n: sum(b[i] for b in st.busy_by_core) for i, n in enumerate(PIPE_STAT_NAMES)}
-        cnt = {n: sum(c[i] for c in st.count_by_core) for i, n in enumerate(PIPE_STAT_NAMES)}
+        busy = _column_sums(st.busy_by_core)
+        cnt = _column_sums(st.count_by_core)
         by_pipe = {n: 0 for n in PIPE_STAT_NAMES}
         for path, b in st.bytes_by_path.items():
             by_pipe[PIPE_STAT_NAMES[PIPES.index(m.paths[path].pipe)]] += b

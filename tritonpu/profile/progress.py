@@ -40,7 +40,8 @@ class Deferred:
         self._t0 = self._clock()
         self.total, self.desc, self.after = total, desc, after
         self._bar = None
-        self._off = not enabled()
+        self._off = None        # whether bars are off: found when one would first show (a launch
+                                # of a small kernel never asks)
 
     def update(self, done, **postfix) -> None:
         if self._off:
@@ -48,6 +49,10 @@ class Deferred:
         if self._bar is None:
             if self._clock() - self._t0 < self.after:
                 return
+            if self._off is None:
+                self._off = not enabled()
+                if self._off:
+                    return
             try:
                 from tqdm import tqdm
             except ImportError:

@@ -138,8 +138,22 @@ def _is_constexpr_annotation(ann) -> bool:
     return isinstance(ann, str) and ann.split(".")[-1] == "constexpr"
 
 
+_PTR_TYPES: dict = {}       # numpy dtype -> the pointer type a plain ndarray of it specializes to
+
+
 def arg_type(name: str, value) -> T.Type:
     """The IR type a runtime argument specializes to."""
+    if type(value) is np.ndarray:       # the common case, memoized (a dtype tritonpu lacks still raises)
+        t = _PTR_TYPES.get(value.dtype)
+        if t is not None:
+            return t
+        t = _arg_type(name, value)
+        _PTR_TYPES[value.dtype] = t
+        return t
+    return _arg_type(name, value)
+
+
+def _arg_type(name: str, value) -> T.Type:
     if isinstance(value, (bool, np.bool_)):
         return T.i1
     if isinstance(value, (int, np.integer)) and not isinstance(value, np.ndarray):
@@ -264,6 +278,12 @@ class JITFunction:
         # Triton specializes integer arguments equal to 1 (strides, mostly) unless told not to
         dns = do_not_specialize or ()
         self.do_not_specialize = {self.arg_names[d] if isinstance(d, int) else d for d in dns}
+        # plain parameters (no *args, **kwargs, positional- or keyword-only): launches bind them
+        # without inspect.Signature.bind (the slow path still reports a bad launch)
+        P = inspect.Parameter
+        self._plain_params = all(p.kind is P.POSITIONAL_OR_KEYWORD for p in self.signature.parameters.values())
+        self._defaults = {n: p.default for n, p in self.signature.parameters.items() if p.default is not P.empty}
+        self._keys: dict = {}           # (source hash, signature, options, fingerprint) -> key
         self.debug = debug              # device_assert checks (None: the launch's debug=, else TRITON_DEBUG)
         self._src = None
         self._ast = None
@@ -382,12 +402,37 @@ class JITFunction:
         """Split a launch's arguments into kernel arguments and options."""
         options = {k: kwargs.pop(k) for k in list(kwargs) if k in launch_options.ALL
                    and k not in self.signature.parameters}
+        if self._plain_params:
+            bound = self._fast_bind(args, kwargs)
+            if bound is not None:
+                return bound, options
         try:
             bound = self.signature.bind(*args, **kwargs)
         except TypeError as e:
             raise LaunchError(f"bad launch of `{self.__name__}`: {e}{self._unknown_keywords(kwargs)}") from None
         bound.apply_defaults()
         return dict(bound.arguments), options
+
+    def _fast_bind(self, args, kwargs) -> dict | None:
+        """What ``signature.bind`` + ``apply_defaults`` gives (in the signature's order) for plain
+        parameters; None when the launch is not a well-formed one (the slow path reports why)."""
+        names = self.arg_names
+        if len(args) > len(names):
+            return None
+        got = dict(zip(names, args))
+        for k, v in kwargs.items():
+            if k in got or k not in self.signature.parameters:
+                return None
+            got[k] = v
+        out = {}
+        for n in names:
+            if n in got:
+                out[n] = got[n]
+            elif n in self._defaults:
+                out[n] = self._defaults[n]
+            else:
+                return None
+        return out
 
     def _unknown_keywords(self, kwargs) -> str:
         """What a launch's keywords that are neither parameters nor options may have meant."""
@@ -437,8 +482,13 @@ class JITFunction:
         debug = self.debug_for(options)
         opts = tuple(sorted((k, repr(v)) for k, v in options.items() if k in TRITON_OPTIONS and k != "debug"))
         opts += (("debug", debug),)
-        key_src = repr((self.source_hash(), self.src.file, sig, opts, __version__, disk_cache.compiler_fingerprint()))
-        key = hashlib.sha256(key_src.encode()).hexdigest()[:32]
+        src_hash = self.source_hash()       # (checks the globals it read: GlobalChangedError)
+        memo = (src_hash, sig, opts, disk_cache.compiler_fingerprint())
+        key = self._keys.get(memo)
+        if key is None:
+            key_src = repr((src_hash, self.src.file, sig, opts, __version__, memo[3]))
+            key = hashlib.sha256(key_src.encode()).hexdigest()[:32]
+            self._keys[memo] = key
         kernel = self.cache.get(key)
         if kernel is not None:
             return kernel
