@@ -68,3 +68,13 @@ def ir_result_types(handle, op: str) -> list[str]:
         if "=" in body and body.split("=", 1)[1].strip().split(" ")[0] == op:
             out.append(body.rsplit(" : ", 1)[1].split(" loc(")[0])
     return out
+
+
+def cube_product(a, b, k0=16):
+    """``a @ b`` as the NPU's cube computes it (see ``mmad`` in README's modelling choices): for each
+    ``k0``-wide chunk of K the exact sum, added to the fp32 accumulator with one rounding."""
+    acc = np.zeros((a.shape[0], b.shape[1]), np.float32)
+    for j in range(0, a.shape[1], k0):
+        part = a[:, j:j + k0].astype(np.float64) @ b[j:j + k0].astype(np.float64)
+        acc = (acc.astype(np.float64) + part).astype(np.float32)
+    return acc

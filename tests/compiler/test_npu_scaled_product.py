@@ -7,15 +7,7 @@ import numpy as np
 
 import tritonpu
 import tritonpu.language as tl
-
-
-def _cube(a, b, k0=16):
-    """The cube's product (tests/npu/test_npu_mmad_rounding.py): exact k0-chunk sums, fp32 after each."""
-    acc = np.zeros((a.shape[0], b.shape[1]), np.float32)
-    for j in range(0, a.shape[1], k0):
-        acc = (acc.astype(np.float64) + a[:, j:j + k0].astype(np.float64) @ b[j:j + k0].astype(np.float64)
-               ).astype(np.float32)
-    return acc
+from tpu_util import cube_product
 
 
 @tritonpu.jit
@@ -39,7 +31,7 @@ def test_alpha_times_a_product_plus_c_is_drained_onto_c_with_the_same_bits():
     out = np.zeros((M, N), np.float32)
     alpha = 0.37
     h = _alpha_ab_plus_c[(2, 2)](a, b, c, out, N, K, alpha, BM=128, BN=128, BK=64)
-    want = (_cube(a, b) * np.float32(alpha)).astype(np.float32) + c
+    want = (cube_product(a, b) * np.float32(alpha)).astype(np.float32) + c
     np.testing.assert_array_equal(out, want)
     isa = h.asm["isa"]
     drains = re.findall(r"mov\.l0c\.ub\.f32\.f32 [^\n]*, (\d+), 512, 512, 512, scale=", isa)
@@ -119,7 +111,38 @@ def test_a_scaled_product_that_would_leave_too_little_l0c_is_drained_at_once():
     d = rng.standard_normal((B, N)).astype(np.float16)
     acc, out = np.zeros((B, B), np.float32), np.zeros((B, N), np.float32)
     h = _scaled_across_a_k_loop[(1,)](a, b, c, d, acc, out, K, 0.5, B=B, BK=32, N=N)
-    np.testing.assert_array_equal(acc, _cube(a, b))
-    y = (_cube(a[:, :32], b[:32]) * np.float32(0.5)).astype(np.float32) + c
-    np.testing.assert_allclose(out, np.exp(_cube(y.astype(np.float16), d).astype(np.float64) * 0.01), rtol=1e-6)
+    np.testing.assert_array_equal(acc, cube_product(a, b))
+    y = (cube_product(a[:, :32], b[:32]) * np.float32(0.5)).astype(np.float32) + c
+    np.testing.assert_allclose(out, np.exp(cube_product(y.astype(np.float16), d).astype(np.float64) * 0.01), rtol=1e-6)
     assert not re.search(r"mov\.l0c\.ub\.f32\.f32 [^\n]*, 8, 512, 512, 512, scale=alpha", h.asm["isa"])
+
+
+@tritonpu.jit
+def _scaled_beside_another_dot(a_ptr, b_ptr, c_ptr, out_ptr, out2_ptr, s, B: tl.constexpr, BK: tl.constexpr):
+    r = tl.arange(0, B)
+    rk = tl.arange(0, BK)
+    a = tl.load(a_ptr + r[:, None] * BK + rk[None, :])
+    b1 = tl.load(b_ptr + rk[:, None] * B + r[None, :])
+    b2 = tl.load(b_ptr + (BK + rk)[:, None] * B + r[None, :])
+    c = tl.load(c_ptr + r[:, None] * B + r[None, :])
+    t = tl.dot(a, b1) * s
+    u = tl.dot(a, b2)
+    tl.store(out2_ptr + r[:, None] * B + r[None, :], u + tl.exp(u * 0.01))
+    tl.store(out_ptr + r[:, None] * B + r[None, :], t + c)
+
+
+def test_a_scaled_product_whose_drain_buffers_overflow_a_full_ub_is_drained_at_once():
+    """A plan that fills UB exactly (found by a probe: it compiled before scaled products waited in
+    L0C, then needed the two 4 KiB drain buffers on top): compiled again with the product drained
+    at once -- the same bits as the model computes."""
+    rng = np.random.default_rng(10)
+    B, BK = 128, 64
+    a = rng.standard_normal((B, BK)).astype(np.float16)
+    b = rng.standard_normal((2 * BK, B)).astype(np.float16)
+    c = rng.standard_normal((B, B)).astype(np.float32)
+    out, out2 = np.zeros((B, B), np.float32), np.zeros((B, B), np.float32)
+    h = _scaled_beside_another_dot[(1,)](a, b, c, out, out2, 0.37, B=B, BK=BK)
+    np.testing.assert_array_equal(out, (cube_product(a, b[:BK]) * np.float32(0.37)).astype(np.float32) + c)
+    u = cube_product(a, b[BK:])
+    np.testing.assert_allclose(out2, u + np.exp(u.astype(np.float64) * 0.01), rtol=1e-6, atol=1e-6)
+    assert "scale=s" in h.asm["isa"]

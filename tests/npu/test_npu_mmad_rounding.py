@@ -12,15 +12,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "kernels"))
 import matmul as mm  # noqa: E402
-
-
-def _chunked(a, b, k0):
-    """The model written out: for each k0-wide chunk of K, the exact sum, then one fp32 rounding."""
-    acc = np.zeros((a.shape[0], b.shape[1]), np.float32)
-    for j in range(0, a.shape[1], k0):
-        part = a[:, j:j + k0].astype(np.float64) @ b[j:j + k0].astype(np.float64)
-        acc = (acc.astype(np.float64) + part).astype(np.float32)
-    return acc
+from tpu_util import cube_product  # noqa: E402
 
 
 @pytest.mark.parametrize("dtype, k0, configs", [
@@ -33,7 +25,7 @@ def test_a_products_bits_do_not_depend_on_the_block_sizes(dtype, k0, configs):
     M, N, K = 200, 136, 256
     a = rng.standard_normal((M, K)).astype(dtype)
     b = rng.standard_normal((K, N)).astype(dtype)
-    want = _chunked(a, b, k0)
+    want = cube_product(a, b, k0)
     for bm, bn, bk in configs:
         c, _ = mm.matmul(a, b, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk)
         np.testing.assert_array_equal(c, want, err_msg=f"BLOCK_M={bm} BLOCK_N={bn} BLOCK_K={bk}")
@@ -47,4 +39,4 @@ def test_a_ragged_k_adds_nothing_for_its_padding():
     a = rng.standard_normal((64, 100)).astype(np.float16)
     b = rng.standard_normal((100, 48)).astype(np.float16)
     c, _ = mm.matmul(a, b, BLOCK_M=64, BLOCK_N=64, BLOCK_K=32)
-    np.testing.assert_array_equal(c, _chunked(a, b, 16))
+    np.testing.assert_array_equal(c, cube_product(a, b, 16))

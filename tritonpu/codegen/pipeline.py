@@ -136,6 +136,12 @@ def _compile_npu(ir_text: str, options, print_after) -> NpuKernel:
                 pass
             finally:
                 REUSE_FIRST.reset(token)
+        if "Unified Buffer" in e.message and SCALED_IN_L0C.get() and em.an.l0c_added:
+            # the scaled products' drain buffers on top of a full plan: drained at once, as before
+            try:
+                return _without_scaled_in_l0c(ir_text, options, print_after)
+            except CompilationError:
+                pass
         # Buffer planning fits the tiles; emission adds temporaries (a sort's or a reduction's
         # scratch rows, dot operands staged in L1).  When those are what no longer fits next to
         # the second buffers (an L1 panel), the kernel compiles without them rather than not at all.
@@ -174,7 +180,8 @@ def _compile_npu(ir_text: str, options, print_after) -> NpuKernel:
 
 def _without_scaled_in_l0c(ir_text, options, print_after) -> NpuKernel:
     """The kernel compiled again with scaled products drained to UB at once (codegen/homes.py
-    ``SCALED_IN_L0C``): waiting in L0C they left too little of it for the other products."""
+    ``SCALED_IN_L0C``): waiting in L0C they left too little of it for the other products, or
+    their drain buffers too little UB."""
     token = SCALED_IN_L0C.set(False)
     try:
         return _compile_npu(ir_text, options, print_after)
