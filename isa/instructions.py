@@ -308,7 +308,8 @@ _add("scatter.ub.gm", ("A?",), (("base", "gm:w"), ("src", "ub:r"), ("idx", "ub:r
 # ================================ cube =======================================================
 _add("mmad", ("ACC", "CUBE"), (("c", "l0c:rw"), ("a", "l0a:r"), ("b", "l0b:r"), ("m", "val"),
                                 ("k", "val"), ("n", "val")), "M", "mmad", "mmad", "mmad",
-     "C[m, n] (U) = (init ? 0 : C) + A[m, k] @ B[k, n] (T); row-major, row strides default "
+     "C[m, n] (U) = (init ? 0 : C) + A[m, k] @ B[k, n] (T): for each K0-wide chunk of k its exact "
+     "sum added to C with one f32 rounding (i32: exact, wrapping); row-major, row strides default "
      "A: ceil(k, 32 B/|T|) B, C: ceil(n, 16) elements; init= 0/1 or a register", "cube",
      (("init", "val", 1),))
 
