@@ -8,7 +8,9 @@
   column gather, whose every use is a ``tl.dot`` operand (directly or through ``tl.trans``) lives
   in L1: MTE2 brings it there without touching UB.  A value a ``for`` loop carries only as the
   ``acc`` of one dot whose result it yields, starting from zeros, lives in L0C across the loop:
-  the cube accumulates in place and FIX drains it once after the loop (or stores it to GM).
+  the cube accumulates in place and FIX drains it once after the loop (or stores it to GM).  A
+  dot's product only multiplied by a scalar and that only added to a tile waits in L0C: FIX
+  drains it scaled onto the tile at the add (``l0c_scaled``, ``l0c_added``).
 * **Views.**  ``expand_dims``, ``reshape``, ``broadcast``, ``permute`` and same-width ``bitcast``
   make no copy: their result is a strided view of their operand's buffer.
 * **In place.**  A one-instruction elementwise op (and a dot over its vector ``acc``) may write its

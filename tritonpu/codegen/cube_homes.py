@@ -1,5 +1,7 @@
 """Cube homes: which values live in L1 (dot operands loaded straight from GM) and in L0C (a loop's
-accumulator, its last trips and the value FIX stores) -- part of :class:`analysis.Analysis`."""
+accumulator, its last trips and the value FIX stores; a product that is only stored, read a few
+rows at a time, accumulated into by the next dot, or only scaled and added to a tile) -- part of
+:class:`analysis.Analysis`."""
 from __future__ import annotations
 
 from tritonpu.codegen.homes import L0C, L1, NOWHERE, SCALED_IN_L0C, UB, const_value, if_result_of
