@@ -337,6 +337,31 @@ def test_the_first_trips_flags_are_set_right_after_the_loads_before_the_loop():
     assert_races(build)
 
 
+def test_a_drain_pending_over_the_back_edge_is_waited_for_after_its_pipes_last_work():
+    """An inner loop's drain V -> MTE2 stays pending over the outer loop's back edge; in the next
+    trip it is waited for right after MTE2's last work in the run before the inner loop (the same
+    point in MTE2's queue as right before the loop), so the inner loop's first set of that flag
+    can go before V's work there."""
+    def build():
+        return [loop("s0", 3, [S("mul s2, s0, 1024"), load(8192, off="s2"), vadds(8192, 8192),
+                               loop("s1", 2, [S("mul s1, s1, 4096"), load(0, off="s1"), vadds(12288, 0)]),
+                               store(12288, off="s2"), store(8192, off="s2")])]
+    nodes = build()
+    synced(nodes)
+    lines = body_lines(nodes)
+    assert lines[lines.index("mov.gm.ub ub[8192], x[s2], 1, 4096, 0, 0"):lines.index("for s1, 0, 2, 1")] == [
+        "mov.gm.ub ub[8192], x[s2], 1, 4096, 0, 0",
+        "set_flag MTE2, V, 0",
+        "wait_flag V, MTE2, 7",
+        "set_flag V, MTE2, 7",
+        "wait_flag MTE2, V, 0",
+        "vadds.f32 ub[8192], ub[8192], 1.0, 1024",
+    ], lines
+    x, y = run(nodes)
+    np.testing.assert_array_equal(y[:1536], x[:1536] + 1)      # each trip's second store wins
+    assert_races(build)
+
+
 def test_each_drain_is_waited_for_in_the_branch_that_first_needs_it():
     """A pipelined loop's last trips run after it, each in a branch (if it exists): the drain of
     the flag that orders ub[0] is waited for right before the first branch's reader (and at the end

@@ -43,7 +43,13 @@ group's last load before that pipe's next instruction instead: one flag covers t
 so the loads in flight hold one event id per trip.  A loop-carried pair's first ``set_flag`` (for
 the first trip) goes right after the loads it covers (and the rest of their prefetch group) when
 they are in the straight-line run right before the loop, else right before the loop: the first
-trip waits for its own tiles, not for every load a pipelined loop's prologue issues.  When several
+trip waits for its own tiles, not for every load a pipelined loop's prologue issues.  A drain
+still pending at the loop (an earlier loop's, e.g. the previous persistent program's K loop) is
+waited for right after its pipe's last work in that run -- the same point in its queue -- when
+that pipe is not S; a first set of the same flag that covers none of the run's work then goes
+right before its pipe's first work there, so the re-armed flag does not wait for that work (a
+persistent matmul's next program's first L0 tiles were held back by its accumulator's zeroing,
+which waits for FIX to drain the previous program's).  When several
 pipes must be waited for, the flag that covers most conflicts is taken first, so conflicts covered
 transitively get no pair of their own.
 """
@@ -113,6 +119,12 @@ class _State:
                     self.unord[p].add(key)
 
 
+def _flag_of(ins: Instr) -> tuple:
+    """(src, dst, event) of a ``set_flag`` / ``wait_flag``."""
+    src, dst, ev = (x.strip() for x in ins.text.split(None, 1)[1].split(","))
+    return src, dst, int(ev)
+
+
 def _is_sync(ins: Instr) -> bool:
     return ins.text.lstrip().startswith(_SYNC_PREFIXES)
 
@@ -165,6 +177,7 @@ class _Pass:
         # (id(Loop), src, dst, ev) -> position in the entry segment after which the pair's first
         # set_flag goes (instead of right before the loop)
         self.early: dict = {}
+        self.rearmed: dict = {}      # id(Loop) -> (src, dst, ev) of drains waited for in its entry run
         # the drains of loops already left, not yet waited for (their wait goes right before the
         # first instruction on dst that needs what they order): [(src, dst, ev, keys)]
         self.pending: list = []
@@ -229,6 +242,12 @@ class _Pass:
                             break
                         run.append(m)
                     seg = _Segment(self, st, run if loop is not None else None, loop, body_ids, run)
+                    if not pre and j + len(run) < len(nodes) and isinstance(nodes[j + len(run)], Loop):
+                        # a loop's entry run: what each of its pipes is ordered after at its start
+                        # (a loop-carried pair's first set may go there, see _Segment._early; not
+                        # when drains are waited for before its first instruction: the set would
+                        # go before them)
+                        seg.start_known = {x.pipe: frozenset(st.known(x.pipe)) for x in run}
                     if loop is not None:        # what a trip runs after this run
                         seg.later = {id(x) for x in walk(nodes[j + len(run):])}
                 for pair in waited:         # (no first set of a loop's pair goes before these)
@@ -241,6 +260,17 @@ class _Pass:
                 out += seg.flush(emit)
                 seg = None
             waited = {d[:3] for d in self.pending}
+            moved = {}                      # drain -> the entry run's position its wait goes before
+            if isinstance(n, Loop) and entry is not None and entry.start_known:
+                # a drain is waited for right after its pipe's last work in the loop's entry run
+                # (the same point in that pipe's queue): the loop's first set of the same flag may
+                # then go earlier in the run (_Segment._early); not on S, whose waits stall issue
+                for d in self.pending:
+                    if d[1] != "S":
+                        moved[d[:3]] = 1 + entry.last_on(d[1])
+            waits = self._drain(st, lambda d: d[:3] in moved)
+            if isinstance(n, Loop):
+                self.rearmed[id(n)] = set(moved)
             if not isinstance(n, If):       # a loop inside never meets an earlier loop's flag
                 out += self._drain(st, lambda d: True)
             if isinstance(n, Loop):
@@ -248,14 +278,21 @@ class _Pass:
                 st = self.loop(n, st, emit)
                 pairs = sorted(self.carried.get(id(n), ()))
                 # the first trip's waits find their flags set before the loop (right after the
-                # loads they wait for, when those are just before it); the last trip's flags are
-                # consumed after it
-                # (a pair's first set goes after the wait of a drain of the same flag just placed)
-                early = {pr: None if pr in waited or entry is None else entry.early_ok(pr, self.early.get((id(n),) + pr))
+                # loads they wait for, when those are just before it, or before the first work of
+                # their pipe there); the last trip's flags are consumed after it
+                # (a pair's first set goes after the wait of a drain of the same flag)
+                early = {pr: None if entry is None else entry.early_ok(pr, self.early.get((id(n),) + pr))
                          for pr in pairs}
-                for at, (a, b, e) in sorted(((entry.out_pos[at], pr) for pr, at in early.items() if at is not None),
-                                            reverse=True):
-                    out.insert(start + at, Instr(f"set_flag {a}, {b}, {e}", a))
+                early = {pr: None if at is None or (pr in waited and (pr not in moved or moved[pr] > at + 1))
+                         else at for pr, at in early.items()}
+                # (out position, rank, instruction), inserted from the last: at one position a
+                # drain's wait goes before a set
+                put = [(entry.out_pos[k - 1] if k > 0 else 0, 1, w)
+                       for w in waits for k in [moved[_flag_of(w)]]]
+                put += [(entry.out_pos[at] if at >= 0 else 0, 0, Instr(f"set_flag {a}, {b}, {e}", a))
+                        for (a, b, e), at in early.items() if at is not None]
+                for at, _, ins in sorted(put, key=lambda x: (-x[0], x[1])):
+                    out.insert(start + at, ins)
                 over = self.over.get(id(n), [])
                 out += [Instr(f"set_flag {a}, {b}, {e}", a) for a, b, e in pairs if early[(a, b, e)] is None]
                 out += [Instr(f"set_flag {a}, {b}, {e}", a) for a, b, e in over]
@@ -357,7 +394,10 @@ class _Pass:
             at = self.early.get((id(n), src, dst, ev))
             early = at is not None and seg is not None
             if (src, at) not in before:
-                before[(src, at)] = (seg.known[at] or set()) if early else entry.known(src)
+                # (a set before src's first work in the run: what src was ordered after at the
+                # run's start, a subset of what it is there)
+                before[(src, at)] = entry.known(src) if not early else (seg.known[at] or set()) \
+                    if at >= 0 and seg.whole[at].pipe == src else seg.start_known[src]
             pre = before[(src, at)]
             keys.setdefault((src, dst, ev), set()).update(
                 k for k in known if k[0] in body_ids or
@@ -421,6 +461,16 @@ class _Segment:
         self.tick = 0
         self.later: set = set()                     # ids of the body's instructions after this run
         self.drained: dict = {}                     # (src, dst, ev) of a drain waited for here -> position
+        self.start_known: dict = {}                 # pipe -> known(pipe) at the run's start (a loop's entry)
+
+    def last_on(self, pipe: str) -> int:
+        """The last position of the run where ``pipe`` has work (its instruction, or a flag
+        instruction placed around it), -1 for none."""
+        for k in range(len(self.instrs) - 1, -1, -1):
+            if any(x.pipe == pipe for x in (self.instrs[k], *self.before[k], *self.after[k],
+                                            *self.carried_sets.get(self.base + k, ()))):
+                return k
+        return -1
 
     def _pos(self, i, side):
         self.tick += 1
@@ -497,12 +547,16 @@ class _Segment:
         loop-carried pair ``(src, dst, ev)`` can go for a consumer that needs ``need``: right after
         the last of those records issued in that run (and the rest of its prefetch group), when
         no flag ``(src, dst, ev)`` of the run is pending there -- so the first trip waits for the
-        loads it reads, not for every load issued before the loop.  None: right before the loop."""
+        loads it reads, not for every load issued before the loop.  When it needs none of src's
+        records of that run, src has work in it and the flag's drain from an earlier loop was
+        waited for in the run (``rearmed``), right before src's first work there.  None: right
+        before the loop."""
         entry = self.p.entry.get(id(self.loop))
         if entry is None:
             return None
         mine = [entry.issued[k] for k in need if self.st.recs[k].pipe == src and k in entry.issued]
-        if not mine:
+        first = next((k for k, x in enumerate(entry.whole) if x.pipe == src), None)
+        if not mine and (first is None or (src, dst, ev) not in self.p.rearmed.get(id(self.loop), ())):
             return None
         key = (id(self.loop), src, dst, ev)
         if key in self.p.early and self.p.early[key] is None:
@@ -510,7 +564,7 @@ class _Segment:
         # the set only moves later as consumers are seen (what earlier claims took stays true);
         # None for good: right before the loop, which covers every claim
         # (the rest of the group too: the flag then covers what the body's flag for that trip does)
-        end, _ = entry._group_end(src, dst, max(mine), len(entry.whole))
+        end = entry._group_end(src, dst, max(mine), len(entry.whole))[0] if mine else first - 1
         at = entry.early_ok((src, dst, ev), max(end, self.p.early.get(key, -1)))
         self.p.early[key] = at
         return at
@@ -520,7 +574,7 @@ class _Segment:
         the pair set or drained here is pending after it), else None."""
         src, dst, ev = pair
         if at is None or any(e == ev and end[0] >= at for e, _, end in self.busy.get((src, dst), ())) or \
-                self.drained.get(pair, -1) >= at:
+                self.drained.get(pair, -2) >= at:
             return None
         return at
 
