@@ -397,7 +397,7 @@ class _Pass:
                 # (a set before src's first work in the run: what src was ordered after at the
                 # run's start, a subset of what it is there)
                 before[(src, at)] = entry.known(src) if not early else (seg.known[at] or set()) \
-                    if at >= 0 and seg.whole[at].pipe == src else seg.start_known[src]
+                    if at >= 0 and seg.whole[at].pipe == src else seg.start_known.get(src, frozenset())
             pre = before[(src, at)]
             keys.setdefault((src, dst, ev), set()).update(
                 k for k in known if k[0] in body_ids or
@@ -653,8 +653,7 @@ class _Segment:
                 after = {id(x) for x in self.whole[j + 1:]} | self.later
                 known = frozenset(k for k in self.known[j] if k[0] not in after)
             for c in self.carried_sets.get(self.base + j, ()):
-                src, dst = (x.strip() for x in c.text[len("set_flag"):].split(",")[:2])
-                ev = int(c.text.rsplit(",", 1)[1])
+                src, dst, ev = _flag_of(c)
                 self.p.carried_known.setdefault(id(self.loop), []).append((src, dst, ev, known))
             a = a + self.carried_sets.get(self.base + j, [])
             out += b + [ins] + a
@@ -662,9 +661,9 @@ class _Segment:
             if emit:
                 for s in b + a:
                     if s.text.startswith("set_flag"):
-                        src, dst, ev = (x.strip() for x in s.text[len("set_flag"):].split(","))
+                        src, dst, ev = _flag_of(s)
                         used = self.p.report.events_used
-                        used[(src, dst)] = max(used.get((src, dst), 0), int(ev) + 1)
+                        used[(src, dst)] = max(used.get((src, dst), 0), ev + 1)
                         self.p.report.pairs += 1
         return out
 
