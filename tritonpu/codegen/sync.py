@@ -242,12 +242,13 @@ class _Pass:
                             break
                         run.append(m)
                     seg = _Segment(self, st, run if loop is not None else None, loop, body_ids, run)
-                    if not pre and j + len(run) < len(nodes) and isinstance(nodes[j + len(run)], Loop):
-                        # a loop's entry run: what each of its pipes is ordered after at its start
-                        # (a loop-carried pair's first set may go there, see _Segment._early; not
-                        # when drains are waited for before its first instruction: the set would
-                        # go before them)
-                        seg.start_known = {x.pipe: frozenset(st.known(x.pipe)) for x in run}
+                    if self.pending and not pre and j + len(run) < len(nodes) and isinstance(nodes[j + len(run)], Loop):
+                        # a loop's entry run with drains pending: what the pipes that set their
+                        # flags are ordered after at its start (the loop's first set of such a flag
+                        # may go there, see _Segment._early; not when drains are waited for before
+                        # its first instruction: the set would go before them)
+                        srcs = {d[0] for d in self.pending if d[1] != "S"} & {x.pipe for x in run}
+                        seg.start_known = {p: frozenset(st.known(p)) for p in srcs}
                     if loop is not None:        # what a trip runs after this run
                         seg.later = {id(x) for x in walk(nodes[j + len(run):])}
                 for pair in waited:         # (no first set of a loop's pair goes before these)
