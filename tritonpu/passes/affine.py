@@ -4,7 +4,9 @@
 term that varies along one dimension only: an index vector) and a mask as per-dimension upper
 bounds, building the scalar ops that compute them with a :class:`Builder`; anything else raises
 :class:`NotAffine`.  ``(c + arange) % m`` is affine under assumptions the caller guards (the block
-does not wrap around), or, with ``wrap_as_data``, an index vector.
+does not wrap around), or, with ``wrap_as_data``, an index vector, or, with ``wrap_as_cut``, affine
+up to the lane where it wraps around (the offsets' ``cut``: lanes past it are left out of the
+access, for a caller that has shown nothing reads them -- see :mod:`tritonpu.passes.lanes`).
 """
 from __future__ import annotations
 
@@ -105,10 +107,13 @@ def const_of(v):
 
 class Aff:
     """c + sum_d i_d * strides[d] (+ ``data``, for rank 2: a [R, 1] data tensor along the rows,
-    ``data_dim`` 0, or a [1, C] one along the columns, ``data_dim`` 1)."""
+    ``data_dim`` 0, or a [1, C] one along the columns, ``data_dim`` 1).  ``cut``: {dim: (bound,
+    the ``rem`` op)} -- the offsets are these only for lanes i_dim < bound, where ``(c + arange) %
+    m`` has not wrapped around (``Analyzer(wrap_as_cut=True)``; at most one dimension)."""
 
-    def __init__(self, c, strides, data=None, data_dim=0):
+    def __init__(self, c, strides, data=None, data_dim=0, cut=None):
         self.c, self.strides, self.data, self.data_dim = c, list(strides), data, data_dim
+        self.cut = cut or {}
 
     @property
     def rowdata(self):
@@ -124,7 +129,7 @@ class Aff:
 
 
 class Analyzer:
-    def __init__(self, b: Builder, loops=None, wrap_as_data=False):
+    def __init__(self, b: Builder, loops=None, wrap_as_data=False, wrap_as_cut=False):
         self.b = b
         self.loops = loops or {}        # for-loop region argument -> (loop, index): range facts
         self.assumptions: list = []      # i1 scalars the structured form needs (else: element path)
@@ -134,6 +139,8 @@ class Analyzer:
         # `(c + arange) % m` as data (an index vector) instead of affine-unless-it-wraps: the form
         # of the guarded access's other branch, for when the block does wrap around
         self.wrap_as_data = wrap_as_data
+        self.wrap_as_cut = wrap_as_cut
+        self.cut: dict = {}             # the access's cut (see Aff), once memory analysis took it
         self.fn = None                  # the function, for launch-value guards (set by the caller)
 
     def _arg_nonneg(self, v) -> bool:
@@ -188,13 +195,14 @@ class Analyzer:
             if name == "sub":
                 if y.data is not None:
                     raise NotAffine
-                y = Aff(b.neg(y.c), [b.neg(s) for s in y.strides])
-            return Aff(b.add(x.c, y.c), [b.add(s, t) for s, t in zip(x.strides, y.strides)], *_one_data(x, y))
+                y = Aff(b.neg(y.c), [b.neg(s) for s in y.strides], cut=y.cut)
+            return Aff(b.add(x.c, y.c), [b.add(s, t) for s, t in zip(x.strides, y.strides)], *_one_data(x, y),
+                       cut=_one_cut(x, y))
         if name == "mul":
             x, y = (self._try(o) for o in op.operands)
             for p, q in ((x, y), (y, x)):
-                if p is not None and p.uniform and q is not None and q.data is None:
-                    return Aff(b.mul(q.c, p.c), [b.mul(s, p.c) for s in q.strides])
+                if p is not None and p.uniform and not p.cut and q is not None and q.data is None:
+                    return Aff(b.mul(q.c, p.c), [b.mul(s, p.c) for s in q.strides], cut=q.cut)
             raise NotAffine
         if name == "rem" and v.type.scalar.is_int:
             # (c + i_d) % m with a uniform m: affine as long as the block does not wrap around
@@ -206,8 +214,15 @@ class Analyzer:
             if x.data is not None or not y.uniform or len(live) != 1 or x.strides[live[0]] != 1:
                 raise NotAffine
             d = live[0]
+            if x.cut or y.cut:
+                raise NotAffine
             c = b.op("rem", list(b._unify(x.c, y.c)[:2]), b._unify(x.c, y.c)[2]) \
                 if not (isinstance(x.c, int) and isinstance(y.c, int)) else x.c % y.c
+            if self.wrap_as_cut:
+                # lanes i_d < m - c' are c' + i_d (with c' = c % m >= 0, guarded); the rest are cut
+                nonneg = b.op("cmp", list(b._unify(c, 0)[:2]), T.i1, pred="ge")
+                self.assumptions.append(nonneg)
+                return Aff(c, x.strides, cut={d: (b.sub(y.c, c), op)})
             end = b.add(c, v.type.shape[d])
             ok = b.op("cmp", list(b._unify(end, y.c)[:2]), T.i1, pred="le")
             nonneg = b.op("cmp", list(b._unify(c, 0)[:2]), T.i1, pred="ge")
@@ -220,13 +235,13 @@ class Analyzer:
             x = self.affine(op.operands[0])
             if x.data is not None:
                 raise NotAffine
-            return Aff(b.mul(x.c, 1 << k), [b.mul(s, 1 << k) for s in x.strides])
+            return Aff(b.mul(x.c, 1 << k), [b.mul(s, 1 << k) for s in x.strides], cut=x.cut)
         if name == "expand_dims":
             x = self.affine(op.operands[0])
             if x.data is not None:
                 raise NotAffine
             ax = op.attrs["axis"]
-            return Aff(x.c, x.strides[:ax] + [0] + x.strides[ax:])
+            return Aff(x.c, x.strides[:ax] + [0] + x.strides[ax:], cut=_expand_cut(x.cut, ax))
         if name == "broadcast":
             x = self.affine(op.operands[0])
             if x.data is not None and op.operands[0].type.shape[x.data_dim] != v.type.shape[x.data_dim]:
@@ -262,20 +277,20 @@ class Analyzer:
             if ind is None:
                 raise NotAffine
             base, off = self.pointer(ind[0])
-            return base, Aff(self.b.add(off.c, ind[1]), off.strides, off.data, off.data_dim)
+            return base, Aff(self.b.add(off.c, ind[1]), off.strides, off.data, off.data_dim, off.cut)
         if op.name == "splat":
             return op.operands[0], Aff(0, [0] * rank)
         if op.name == "addptr":
             base, off = self.pointer(op.operands[0])
             x = self.affine(op.operands[1])
             return base, Aff(self.b.add(off.c, x.c), [self.b.add(s, t) for s, t in zip(off.strides, x.strides)],
-                              *_one_data(off, x))
+                              *_one_data(off, x), cut=_one_cut(off, x))
         if op.name == "expand_dims":
             base, off = self.pointer(op.operands[0])
             if off.data is not None:
                 raise NotAffine
             ax = op.attrs["axis"]
-            return base, Aff(off.c, off.strides[:ax] + [0] + off.strides[ax:])
+            return base, Aff(off.c, off.strides[:ax] + [0] + off.strides[ax:], cut=_expand_cut(off.cut, ax))
         if op.name == "broadcast":
             return self.pointer(op.operands[0])
         raise NotAffine
@@ -327,7 +342,7 @@ class Analyzer:
         if op.name == "cmp":
             pred = op.attrs["pred"]
             x, y = (self.affine(o) for o in op.operands)
-            if x.data is not None or y.data is not None:
+            if x.data is not None or y.data is not None or x.cut or y.cut:
                 raise NotAffine
             # a lower bound `idx >= 0` (block pointers' boundary checks) that holds for every index
             lo, zero = (x, y) if pred == "ge" else (y, x) if pred == "le" else (None, None)
@@ -381,7 +396,7 @@ class Analyzer:
             r = r.operands[0].owner
         if r is None or r.name != "rem" or not r.result.type.scalar.is_int:
             return None
-        m, d = _uniform_scalar(rhs), _uniform_scalar(r.operands[1])
+        m, d = uniform_scalar(rhs), uniform_scalar(r.operands[1])
         if m is None or m is not d or not nonneg(r.operands[0], self.loops, args=self._arg_nonneg):
             return None
         return m
@@ -392,6 +407,18 @@ class Analyzer:
         if isinstance(bound, int):
             return max(0, min(bound, n))
         return self.b.binop("minimum", self.b.binop("maximum", bound, 0), n)
+
+
+def _one_cut(x: Aff, y: Aff) -> dict:
+    """The cut of a sum of two offsets (at most one may have one)."""
+    if x.cut and y.cut:
+        raise NotAffine
+    return x.cut or y.cut
+
+
+def _expand_cut(cut: dict, ax: int) -> dict:
+    """``cut`` after a unit dimension is inserted at ``ax``."""
+    return {d + (d >= ax): v for d, v in cut.items()}
 
 
 def _one_data(x: Aff, y: Aff) -> tuple:
@@ -457,7 +484,7 @@ def _at_least(v, k: int, loops: dict, assumed, args) -> bool:
     return False
 
 
-def _uniform_scalar(v):
+def uniform_scalar(v):
     """The scalar Value a block is made of by splats and broadcasts (``v`` itself when a scalar),
     else None."""
     while v.type.is_block:

@@ -32,6 +32,7 @@ from __future__ import annotations
 from tritonpu.ir import Function, Op, Region, Value
 from tritonpu.ir import types as T
 from tritonpu.passes.affine import Analyzer, Builder, NotAffine, const_of, nonneg, uniform_other
+from tritonpu.passes.lanes import wrapped_lanes_unread
 from tritonpu.passes.specialize import decide, for_a_launch
 from tritonpu.passes.manager import Pass, register
 
@@ -121,13 +122,38 @@ class MemoryAnalysis(Pass):
         if res is None:
             return None
         ops, val = res
-        if not an.assumptions:
-            if val is not None:
-                _replace(op.result, val, self.fn)
-                self._untranspose(op, val)
-            return ops
-        # guarded: `if assumptions { structured transfer } else { what a wrap-around needs }`: the
-        # wrapped offsets as an index vector (a gather of rows or columns), else the original op
+        if an.assumptions:
+            # guarded: `if assumptions { structured transfer } else { what a wrap-around needs }`
+            ops, val = self._guarded(op, an, res, self._wrapped(op, val is not None))
+        if val is not None:        # users of the loaded value now read the transfer's (or guard's)
+            inside = {id(o) for top in ops for o in top.walk()}
+            for o in self.fn.walk():
+                if id(o) not in inside:
+                    o.operands = [val if v is op.result else v for v in o.operands]
+            self._untranspose(op, val)
+        return ops
+
+    def _wrapped(self, op: Op, has_value: bool):
+        """(ops, value) for where ``(c + arange) % m`` offsets wrap around: a load whose wrapped
+        lanes no store reads (:mod:`lanes`) is the tile up to the wrap, padded past it (guarded by
+        ``c % m >= 0``); otherwise the wrapped offsets as an index vector (a gather of rows or
+        columns); else the original op."""
+        data = self._analyzer(op, wrap_as_data=True)
+        res = self._rewrite_fast(op, data.b, data)
+        slow = res if res is not None and not data.assumptions else ([op], op.result if has_value else None)
+        if op.name != "load":
+            return slow
+        cut = self._analyzer(op, wrap_as_cut=True)
+        res = self._rewrite_fast(op, cut.b, cut)
+        if res is None or not cut.cut:
+            return slow
+        return self._guarded(op, cut, res, slow) if cut.assumptions else res
+
+    def _guarded(self, op: Op, an: "Analyzer", res, slow):
+        """(ops, value): ``res`` -- the structured form ``an`` made, which needs its assumptions --
+        under ``if assumptions``, ``slow`` otherwise; the scalar ops both need go before the ``if``."""
+        ops, val = res
+        slow, slow_val = slow
         b = an.b
         n_pure = len(b.ops)
         pure, fast = ops[:n_pure], ops[n_pure:]
@@ -135,9 +161,6 @@ class MemoryAnalysis(Pass):
         for c in an.assumptions[1:]:
             cond = b.op("and", [cond, c], T.i1)
         pure += b.ops[n_pure:]
-        wrapped = self._analyzer(op, wrap_as_data=True)
-        res = self._rewrite_fast(op, wrapped.b, wrapped)
-        slow, slow_val = res if res is not None and not wrapped.assumptions else ([op], op.result if val is not None else None)
         loc = op.loc
         results = [op.result.type] if val is not None else []
         view = None
@@ -154,22 +177,14 @@ class MemoryAnalysis(Pass):
             r.parent = guard
             for o in r.ops:
                 o.parent = r
-        after = []
-        if view is not None:
-            view.operands = [guard.result]
-            view.parent = None
-            after = [view]
-        if val is not None:        # users of the loaded value now read the guard's result (or its view)
-            got = view.result if view is not None else guard.result
-            inside = {id(o) for r in guard.regions for o in r.ops}
-            for o in self.fn.walk():
-                if id(o) not in inside:
-                    o.operands = [got if v is op.result else v for v in o.operands]
-            self._untranspose(op, got)
-        return pure + [guard] + after
+        if view is None:
+            return pure + [guard], guard.result if val is not None else None
+        view.operands = [guard.result]
+        view.parent = None
+        return pure + [guard, view], view.result
 
-    def _analyzer(self, op: Op, wrap_as_data: bool = False) -> "Analyzer":
-        an = Analyzer(Builder(op), self.loops, wrap_as_data)
+    def _analyzer(self, op: Op, wrap_as_data: bool = False, wrap_as_cut: bool = False) -> "Analyzer":
+        an = Analyzer(Builder(op), self.loops, wrap_as_data, wrap_as_cut)
         an.inductions = self.inductions
         an.fn = self.fn
         return an
@@ -185,6 +200,13 @@ class MemoryAnalysis(Pass):
             bounds = an.mask(mask, shape) if mask is not None else [None] * len(shape)
         except NotAffine:
             return None
+        if off.cut:         # lanes past where `% m` wraps: left out, if nothing reads them
+            if off.data is not None or an.row_mask is not None or not is_load or \
+                    not all(wrapped_lanes_unread(op, d, rem, self.users) for d, (_, rem) in off.cut.items()):
+                return None
+            for d, (bound, _) in off.cut.items():
+                bounds[d] = bound if bounds[d] is None else an.b.binop("minimum", bounds[d], bound)
+            an.cut = off.cut
         if any(isinstance(st, int) and st < 0 for st in off.strides):
             return None         # descending addresses: transfers move ascending segments only
         for st in off.strides:  # a stride computed at run time: >= 0, else the element path
