@@ -1,6 +1,6 @@
 """The cube path at the configurations users write (simulated cycles, deterministic):
 
-    python bench/cube.py [--quick] [--only tutorial,plain,attention,layouts,oneblock] [--sizes 1024,2048]
+    python bench/cube.py [--quick] [--only tutorial,plain,attention,layouts,ragged,oneblock] [--sizes 1024,2048]
 
 Kernels:
 * Triton's matmul tutorial as published (grouped program order, ``% M`` / ``% N`` wrapped
@@ -13,6 +13,9 @@ Kernels:
   BLOCK_N 64 and 128;
 * the tutorial at 128x128x64 with A, B and both stored column-major (``x @ W.T``: the operand is
   loaded as its transpose and transposed on the way to L0), at the first size;
+* the tutorial at ragged sizes, M and N 24 less than the first size (the last row and column of
+  programs wrap their ``% M`` / ``% N`` offsets around), at 128x128x64 and 128x256x64, A row- and
+  column-major;
 * a matmul with K in one block (``tl.dot(a, b)``, no K loop), K = 64, fp32 out, at the first size:
   at 128x128 only stored (FIX stores the product from L0C), at 128x256 with a GELU epilogue (done a
   few rows at a time from L0C).
@@ -200,28 +203,30 @@ def _close(out, ref, atol, rtol):
         return " ".join(str(e).split())[:150]
 
 
-def tutorial(n, rng, configs, column_major=""):
+def tutorial(n, rng, configs, column_major="", shape=None):
     """The tutorial at each config (``column_major``: which of ``a``/``b`` is stored column-major,
-    ``x @ W.T`` with ``W`` row-major: the kernel gets its strides)."""
-    a = (rng.random((n, n)) - 0.5).astype(np.float16)
-    b = (rng.random((n, n)) - 0.5).astype(np.float16)
+    ``x @ W.T`` with ``W`` row-major: the kernel gets its strides), n^3 or ``shape`` (M, N, K)."""
+    M, N, K = shape or (n, n, n)
+    a = (rng.random((M, K)) - 0.5).astype(np.float16)
+    b = (rng.random((K, N)) - 0.5).astype(np.float16)
     ref = a[:64].astype(np.float32) @ b.astype(np.float32)
     a = np.asfortranarray(a) if "a" in column_major else a
     b = np.asfortranarray(b) if "b" in column_major else b
     strides = [st // 2 for st in a.strides + b.strides]
     suffix = f" {'A' if column_major == 'a' else 'B' if column_major == 'b' else 'A, B'} column-major" \
         if column_major else ""
+    size = f"{n}^3" if shape is None else f"{M}x{N}x{K}"
     out = {}
     for bm, bn, bk in configs:
         def launch(bm=bm, bn=bn, bk=bk):
-            c = np.empty((n, n), np.float16)
-            h = tutorial_matmul[(_ceil(n, bm) * _ceil(n, bn),)](
-                a, b, c, n, n, n, *strides, n, 1, BLOCK_SIZE_M=bm, BLOCK_SIZE_N=bn, BLOCK_SIZE_K=bk,
+            c = np.empty((M, N), np.float16)
+            h = tutorial_matmul[(_ceil(M, bm) * _ceil(N, bn),)](
+                a, b, c, M, N, K, *strides, N, 1, BLOCK_SIZE_M=bm, BLOCK_SIZE_N=bn, BLOCK_SIZE_K=bk,
                 GROUP_SIZE_M=8, sanitize=False)
             return c, h
-        r = row(f"tutorial {n}^3 {bm}x{bn}x{bk}{suffix}", launch, lambda c: _close(c[:64], ref, 2e-2, 1e-2),
-                lambda st, bm=bm, bn=bn, bk=bk: matmul_tile_bound(n, n, n, bm, bn, bk, roofline=st.roofline_cycles,
-                                                               order=grouped_order(n, n, bm, bn))[0])
+        r = row(f"tutorial {size} {bm}x{bn}x{bk}{suffix}", launch, lambda c: _close(c[:64], ref, 2e-2, 1e-2),
+                lambda st, bm=bm, bn=bn, bk=bk: matmul_tile_bound(M, N, K, bm, bn, bk, roofline=st.roofline_cycles,
+                                                               order=grouped_order(M, N, bm, bn))[0])
         out[(n, bm, bn, bk)] = r
     return out
 
@@ -288,7 +293,8 @@ def _attn_ref(q, k, v):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="1024^3 only; attention at 2 heads")
-    ap.add_argument("--only", default="", help="comma-separated subset: tutorial,plain,attention,layouts,oneblock")
+    ap.add_argument("--only", default="",
+                    help="comma-separated subset: tutorial,plain,attention,layouts,ragged,oneblock")
     ap.add_argument("--sizes", default="", help="matmul sizes, e.g. 1024,2048 (default 1024,2048)")
     ap.add_argument("--configs", default="", help="tutorial configs, e.g. 128x256x64,64x32x32 (default: all)")
     args = ap.parse_args(argv)
@@ -330,6 +336,15 @@ def main(argv=None):
             r = tutorial(n, rng, [(128, 128, 64)], column_major=cm)[(n, 128, 128, 64)]
             if r:
                 summary.append(f"{'A, B' if cm == 'ab' else cm.upper()} column-major: {r[0].cycles} cycles")
+    if not only or "ragged" in only:
+        n = sizes[0]
+        shape = (n - 24, n - 24, n)
+        for cm in ("", "a"):
+            r = tutorial(n, rng, [(128, 128, 64), (128, 256, 64)], column_major=cm, shape=shape)
+            for (_, bm, bn, bk), v in r.items():
+                if v:
+                    summary.append(f"{shape[0]}x{shape[1]}x{shape[2]} {bm}x{bn}x{bk}{' A column-major' if cm else ''}: "
+                                   f"{v[0].cycles} cycles")
     if not only or "oneblock" in only:
         n = sizes[0]
         for (bm, bn, gelu), r in one_block(n, 64, rng).items():

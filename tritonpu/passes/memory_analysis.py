@@ -15,7 +15,11 @@ scalar ops inserted before it; ``other`` becomes the tile's fill value when it i
 ``gather_rows``/``scatter_rows``; a load whose per-column term is data (``rows[:, None] * s +
 idx[None, :]``) becomes ``gather_cols``.  An offset ``(c + arange) % m`` is affine while the block does not wrap around:
 the access is guarded by that condition, and the other branch treats the offsets as an index vector
-(a row or column gather), so no pointer block is materialised either way.  Everything else is left
+(a row or column gather), so no pointer block is materialised either way -- except for a load whose
+wrapped lanes reach no stored byte (:mod:`tritonpu.passes.lanes`: Triton's matmul tutorial, whose
+store masks ``offs_cm < M`` leave out the rows the wrapped rows of ``a`` make): there the other
+branch loads the tile up to the wrap and pads the lanes past it (guarded by ``c % m >= 0``; the
+gather stays for the rest).  Everything else is left
 as it is (the NPU back end then moves it element by element).  The rewrite keeps the program's meaning exactly: the same elements are read
 and written, masked-off elements are neither read nor written, and the fill values are the same.
 A rank-2 load whose every use is a ``dot`` operand (directly or through ``tl.trans``) and whose

@@ -1,0 +1,205 @@
+"""Loads through Triton's wrapped offsets ``(c + arange) % m`` whose wrapped lanes no store reads
+(``passes/lanes.py``) are tiles up to the wrap, padded past it; any other use of those lanes keeps
+the exact gather.  Results are checked against numpy (the wrapped reads emulated) and, for the
+padded form, bit for bit against the same kernel compiled with the gather."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tritonpu
+import tritonpu.language as tl
+from tritonpu.passes import memory_analysis
+from tritonpu.testing import filecheck
+from tpu_util import cube_product
+
+
+@tritonpu.jit
+def tutorial(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
+             BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP_M: tl.constexpr, LEAKY: tl.constexpr):
+    pid = tl.program_id(axis=0)
+    num_pid_m = tl.cdiv(M, BM)
+    num_pid_n = tl.cdiv(N, BN)
+    num_pid_in_group = GROUP_M * num_pid_n
+    group_id = pid // num_pid_in_group
+    first_pid_m = group_id * GROUP_M
+    group_size_m = min(num_pid_m - first_pid_m, GROUP_M)
+    pid_m = first_pid_m + ((pid % num_pid_in_group) % group_size_m)
+    pid_n = (pid % num_pid_in_group) // group_size_m
+    offs_am = (pid_m * BM + tl.arange(0, BM)) % M
+    offs_bn = (pid_n * BN + tl.arange(0, BN)) % N
+    offs_k = tl.arange(0, BK)
+    a_ptrs = a_ptr + (offs_am[:, None] * stride_am + offs_k[None, :] * stride_ak)
+    b_ptrs = b_ptr + (offs_k[:, None] * stride_bk + offs_bn[None, :] * stride_bn)
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k in range(0, tl.cdiv(K, BK)):
+        a = tl.load(a_ptrs, mask=offs_k[None, :] < K - k * BK, other=0.0)
+        b = tl.load(b_ptrs, mask=offs_k[:, None] < K - k * BK, other=0.0)
+        acc = tl.dot(a, b, acc)
+        a_ptrs += BK * stride_ak
+        b_ptrs += BK * stride_bk
+    if LEAKY:
+        acc = tl.where(acc >= 0, acc, 0.01 * acc)
+    c = acc.to(tl.float16)
+    offs_cm = pid_m * BM + tl.arange(0, BM)
+    offs_cn = pid_n * BN + tl.arange(0, BN)
+    c_ptrs = c_ptr + stride_cm * offs_cm[:, None] + stride_cn * offs_cn[None, :]
+    tl.store(c_ptrs, c, mask=(offs_cm[:, None] < M) & (offs_cn[None, :] < N))
+
+
+def _elements(x):
+    return tuple(s // x.itemsize for s in x.strides)
+
+
+def _tutorial(a, b, bm, bn, bk, leaky=False, kernel=tutorial, **launch):
+    M, K = a.shape
+    N = b.shape[1]
+    c = np.full((M, N), -7, np.float16)
+    grid = (tritonpu.cdiv(M, bm) * tritonpu.cdiv(N, bn),)
+    h = kernel[grid](a, b, c, M, N, K, *_elements(a), *_elements(b), *_elements(c),
+                       BM=bm, BN=bn, BK=bk, GROUP_M=4, LEAKY=leaky, **launch)
+    return c, h
+
+
+def _operands(M, N, K, seed=0):
+    rng = np.random.default_rng(seed)
+    return ((rng.random((M, K)) - 0.5).astype(np.float16), (rng.random((K, N)) - 0.5).astype(np.float16))
+
+
+def _reference(a, b, leaky=False):
+    r = cube_product(a, b)
+    if leaky:
+        r = np.where(r >= 0, r, np.float32(0.01) * r)
+    return r.astype(np.float16)
+
+
+def _executed(mnemonic: str, h) -> int:
+    """How many instructions starting with ``mnemonic`` a traced launch ran."""
+    return sum(1 for e in h.stats.trace_events
+               if e.get("ph") == "X" and e["args"].get("text", "").lstrip().startswith(mnemonic))
+
+
+def test_the_tutorials_wrapped_loads_are_tiles_padded_past_the_wrap():
+    a, b = _operands(100, 72, 48)
+    c, h = _tutorial(a, b, 64, 64, 32)
+    np.testing.assert_allclose(c.astype(np.float32), _reference(a, b).astype(np.float32), atol=2e-3, rtol=2e-3)
+    # per load: `if no wrap { tile } else if c % m >= 0 { tile of the lanes before the wrap } else { gather }`
+    filecheck(h.asm["memory-analysis"], """
+CHECK: = if %
+CHECK-NEXT: = load_tile %
+CHECK: } {
+CHECK: , %M : i32
+CHECK: = sub %M, %
+CHECK: = if %
+CHECK-NEXT: = load_tile %
+CHECK: } {
+CHECK: = gather_rows %
+CHECK: = if %
+CHECK-NEXT: = load_tile %
+CHECK: } {
+CHECK: = sub %N, %
+CHECK: = if %
+CHECK-NEXT: = load_tile %
+CHECK: } {
+CHECK: = gather_cols %
+""")
+
+
+@pytest.mark.parametrize("M,N,K,bm,bn,bk,a_cm,b_cm,leaky", [
+    (100, 72, 48, 64, 64, 32, False, False, False),
+    (200, 300, 160, 128, 256, 64, False, False, True),
+    (130, 250, 96, 128, 128, 64, True, False, False),
+    (33, 65, 40, 32, 64, 32, False, True, True),
+    (20, 50, 64, 64, 32, 32, True, True, False),
+])
+def test_padded_wrapped_lanes_give_the_gathers_bits(monkeypatch, M, N, K, bm, bn, bk, a_cm, b_cm, leaky):
+    """Row- or column-major operands, blocks larger than the matrix, a leaky_relu epilogue: the
+    same bits as the exact gather of the wrapped offsets, and every unstored element untouched."""
+    a, b = _operands(M, N, K, seed=M + N)
+    if a_cm:
+        a = np.asfortranarray(a)
+    if b_cm:
+        b = np.asfortranarray(b)
+    c, h = _tutorial(a, b, bm, bn, bk, leaky, trace=True)
+    monkeypatch.setattr(memory_analysis, "wrapped_lanes_unread", lambda *args: False)
+    exact, h_exact = _tutorial(a, b, bm, bn, bk, leaky, kernel=tritonpu.jit(tutorial.fn), trace=True)
+    np.testing.assert_array_equal(c, exact)
+    np.testing.assert_allclose(c.astype(np.float32), _reference(a, b, leaky).astype(np.float32), atol=2e-3,
+                               rtol=2e-3)
+    assert _executed("gather", h) == 0 and _executed("gather", h_exact) > 0
+    assert h.stats.cycles < h_exact.stats.cycles
+
+
+@tritonpu.jit
+def wrapped_copy(x_ptr, out_ptr, n, bound, R: tl.constexpr, B: tl.constexpr, MODE: tl.constexpr):
+    """out[r, pid*B + i] = x[r, (pid*B + i) % n] (row stride n), stored under a mask that depends on
+    MODE; the wrapped lanes reach the store in every mode but the first."""
+    pid = tl.program_id(0)
+    offs = pid * B + tl.arange(0, B)
+    rows = tl.arange(0, R)
+    v = tl.load(x_ptr + rows[:, None] * n + (offs % n)[None, :])
+    o = out_ptr + rows[:, None] * (tl.num_programs(0) * B) + offs[None, :]
+    if MODE == 0:       # the bound of the wrap: lanes past it are never stored
+        tl.store(o, v * 2, mask=offs[None, :] < n)
+    elif MODE == 1:     # no mask: the wrapped lanes are stored
+        tl.store(o, v * 2)
+    elif MODE == 2:     # another bound
+        tl.store(o, v * 2, mask=offs[None, :] < bound)
+    else:               # a sum across the wrapped lanes, stored per row
+        tl.store(out_ptr + rows * (tl.num_programs(0) * B) + pid, tl.sum(v, axis=1))
+
+
+@pytest.mark.parametrize("mode", [0, 1, 2, 3])
+def test_wrapped_lanes_that_reach_memory_are_read_exactly(mode):
+    R, B, n = 8, 32, 40
+    grid = 3                                    # programs 1 and 2 wrap (offsets 32..95 % 40)
+    rng = np.random.default_rng(mode)
+    x = rng.standard_normal((R, n)).astype(np.float32)
+    out = np.full((R, grid * B), -7, np.float32)
+    h = wrapped_copy[(grid,)](x, out, n, n - 3, R=R, B=B, MODE=mode)
+    offs = np.arange(grid * B)
+    v = x[:, offs % n]
+    want = np.full_like(out, -7)
+    if mode == 0:
+        want[:, offs < n] = 2 * v[:, offs < n]
+    elif mode == 1:
+        want[:] = 2 * v
+    elif mode == 2:
+        want[:, offs < n - 3] = 2 * v[:, offs < n - 3]
+    else:
+        for p in range(grid):
+            want[:, p] = v[:, p * B:(p + 1) * B].sum(axis=1)
+    np.testing.assert_allclose(out, want, rtol=1e-6, atol=1e-6)
+    ma = h.asm["memory-analysis"]
+    padded = ma.count("load_tile") == 2          # the tile with no wrap, and the one padded past it
+    assert padded == (mode == 0), ma
+
+
+@tritonpu.jit
+def wrapped_k(a_ptr, b_ptr, c_ptr, K, BM: tl.constexpr, BK: tl.constexpr):
+    """The K offsets wrap (`% K`): lanes the dot reduces over, never padded -- even under a store
+    mask that bounds the same expression along the product's columns."""
+    pid = tl.program_id(0)
+    rm = tl.arange(0, BM)
+    x = pid * BK + tl.arange(0, BK)
+    rk = x % K
+    a = tl.load(a_ptr + rm[:, None] * K + rk[None, :])
+    b = tl.load(b_ptr + rk[:, None] * BK + tl.arange(0, BK)[None, :])
+    acc = tl.dot(a, b)
+    tl.store(c_ptr + pid * BM * BK + rm[:, None] * BK + tl.arange(0, BK)[None, :], acc, mask=x[None, :] < K)
+
+
+def test_wrapped_lanes_a_dot_reduces_over_are_read_exactly():
+    BM, BK, K = 16, 16, 24
+    rng = np.random.default_rng(5)
+    a = (rng.random((BM, K)) - 0.5).astype(np.float16)
+    b = (rng.random((K, BK)) - 0.5).astype(np.float16)
+    c = np.full((2, BM, BK), -7, np.float32)
+    h = wrapped_k[(2,)](a, b, c, K, BM=BM, BK=BK)
+    for pid in range(2):
+        ks = (pid * BK + np.arange(BK)) % K     # program 1 reads K rows 16..23, then 0..7 again
+        want = cube_product(a[:, ks], b[ks, :])
+        cols = pid * BK + np.arange(BK) < K
+        np.testing.assert_allclose(c[pid][:, cols], want[:, cols], rtol=1e-5, atol=1e-5)
+        assert (c[pid][:, ~cols] == -7).all()
+    assert h.asm["memory-analysis"].count("load_tile") == 2, h.asm["memory-analysis"]
