@@ -203,3 +203,57 @@ def test_wrapped_lanes_a_dot_reduces_over_are_read_exactly():
         np.testing.assert_allclose(c[pid][:, cols], want[:, cols], rtol=1e-5, atol=1e-5)
         assert (c[pid][:, ~cols] == -7).all()
     assert h.asm["memory-analysis"].count("load_tile") == 2, h.asm["memory-analysis"]
+
+
+@tritonpu.jit
+def carried(x_ptr, out_ptr, n, NB, B: tl.constexpr, GROW: tl.constexpr):
+    """A loaded block carried to the loop's next trip, where the store's `offs < m` has other
+    lanes: the blocks are visited last to first (GROW 0), or the modulus grows by one a trip (1)."""
+    prev = tl.zeros([B], dtype=tl.float32)
+    for k in range(0, NB):
+        if GROW:
+            offs = tl.arange(0, B)
+            m = n + k
+        else:
+            offs = (NB - 1 - k) * B + tl.arange(0, B)
+            m = n
+        cur = tl.load(x_ptr + offs % m)
+        tl.store(out_ptr + k * B + tl.arange(0, B), prev, mask=offs < m)
+        prev = prev * GROW + cur
+
+
+@pytest.mark.parametrize("grow", [0, 1])
+def test_wrapped_lanes_carried_to_another_trip_are_read_exactly(grow):
+    """(Found by a probe: the padded lanes of one trip were stored by the next.)"""
+    n, NB, B = 20 if grow else 100, 4, 32
+    x = np.random.default_rng(3).standard_normal(n + NB).astype(np.float32)
+    out = np.full(NB * B, -7, np.float32)
+    carried[(1,)](x, out, n, NB, B=B, GROW=grow)
+    want, prev = np.full_like(out, -7), np.zeros(B, np.float32)
+    for k in range(NB):
+        offs, m = (np.arange(B), n + k) if grow else ((NB - 1 - k) * B + np.arange(B), n)
+        keep = offs < m
+        want[k * B + np.arange(B)[keep]] = prev[keep]
+        prev = prev * grow + x[offs % m]
+    np.testing.assert_allclose(out, want, rtol=1e-6, atol=1e-6)
+
+
+@tritonpu.jit
+def negative_start(x_ptr, out_ptr, n, shift, B: tl.constexpr):
+    """Offsets from -shift: Triton's `%` keeps the dividend's sign, so -n + i is -n + i, not i."""
+    offs = -shift + tl.arange(0, B)
+    v = tl.load(x_ptr + n + offs % n)
+    tl.store(out_ptr + shift + offs, v, mask=offs < n)
+
+
+@pytest.mark.parametrize("n,B", [(20, 32), (100, 32)])
+def test_a_negative_multiple_of_the_modulus_is_no_wrap_around(n, B):
+    """(Found by a probe: `c % m == 0` passed for c = -m, with or without the padded form.)"""
+    x = np.arange(2 * n + 1, dtype=np.float32)
+    out = np.full(B, -7, np.float32)
+    negative_start[(1,)](x, out, n, n, B=B)
+    offs = -n + np.arange(B)
+    want = np.full(B, -7, np.float32)
+    keep = offs < n
+    want[(n + offs)[keep]] = x[n + np.fmod(offs, n)][keep]
+    np.testing.assert_array_equal(out, want)

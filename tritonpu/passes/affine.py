@@ -206,7 +206,7 @@ class Analyzer:
             raise NotAffine
         if name == "rem" and v.type.scalar.is_int:
             # (c + i_d) % m with a uniform m: affine as long as the block does not wrap around
-            # (0 <= c % m and c % m + size_d <= m); the load or store is guarded by that condition
+            # (0 <= c and c % m + size_d <= m); the load or store is guarded by that condition
             if self.wrap_as_data:
                 raise NotAffine
             x, y = self.affine(op.operands[0]), self.affine(op.operands[1])
@@ -218,15 +218,15 @@ class Analyzer:
                 raise NotAffine
             c = b.op("rem", list(b._unify(x.c, y.c)[:2]), b._unify(x.c, y.c)[2]) \
                 if not (isinstance(x.c, int) and isinstance(y.c, int)) else x.c % y.c
+            # (c + i) % m is c % m + i while c >= 0 (a negative c takes the remainder's sign: -m + i
+            # is -m + i, not i) and c % m + i < m
+            if not nonneg(x.c, self.loops, args=self._arg_nonneg):
+                self.assumptions.append(b.op("cmp", list(b._unify(x.c, 0)[:2]), T.i1, pred="ge"))
             if self.wrap_as_cut:
-                # lanes i_d < m - c' are c' + i_d (with c' = c % m >= 0, guarded); the rest are cut
-                nonneg = b.op("cmp", list(b._unify(c, 0)[:2]), T.i1, pred="ge")
-                self.assumptions.append(nonneg)
+                # lanes i_d < m - c % m are c % m + i_d; the rest are cut
                 return Aff(c, x.strides, cut={d: (b.sub(y.c, c), op)})
             end = b.add(c, v.type.shape[d])
-            ok = b.op("cmp", list(b._unify(end, y.c)[:2]), T.i1, pred="le")
-            nonneg = b.op("cmp", list(b._unify(c, 0)[:2]), T.i1, pred="ge")
-            self.assumptions += [ok, nonneg]
+            self.assumptions.append(b.op("cmp", list(b._unify(end, y.c)[:2]), T.i1, pred="le"))
             return Aff(c, x.strides)
         if name == "shl":
             k = const_of(op.operands[1])

@@ -7,9 +7,10 @@ proves that for a load: :func:`wrapped_lanes_unread` is True when every value co
 load carries lane ``i`` of dimension ``dim`` only to the same lane of the values it makes --
 through elementwise work, a loop's carried values, ``tl.dot`` (the rows of ``a``, the columns of
 ``b``, an accumulator's lanes) and ``tl.trans`` -- and then only into stores whose masks have the
-conjunct ``x < m`` along that dimension, ``x % m`` being the wrapped offsets.  The load may then
-read lanes where ``x`` has wrapped around as anything (memory analysis pads them), and the stored
-bytes are the same.  Anything else a lane may reach -- a reduction, a reshape, a scalar, a branch
+conjunct ``x < m`` along that dimension, ``x % m`` being the wrapped offsets -- the same ``x``
+and ``m`` the load saw, so a lane carried out of a loop or into the loop's next trip needs ``x``
+and ``m`` computed outside that loop.  The load may then read lanes where ``x`` has wrapped around
+as anything (memory analysis pads them), and the stored bytes are the same.  Anything else a lane may reach -- a reduction, a reshape, a scalar, a branch
 condition, another kind of memory op -- gives False.
 """
 from __future__ import annotations
@@ -37,11 +38,35 @@ def wrapped_lanes_unread(load: Op, dim: int, rem: Op, users: dict) -> bool:
             continue
         seen.add((id(v), d))
         for u in users.get(id(v), []):
+            if u.name == "yield" and u.parent is not None and u.parent.parent is not None and \
+                    u.parent.parent.name == "for" and _varies_in(u.parent.parent, (x, m)):
+                return False    # carried to another trip, or out, of a loop whose trips see other x, m
             nxt = _through(u, v, d, x, m)
             if nxt is None:
                 return False
             todo += nxt
     return True
+
+
+def _varies_in(loop: Op, values) -> bool:
+    """Whether any of ``values`` depends on a value ``loop`` defines (its carried values, the
+    results of the ops in its body)."""
+    inside = set()
+    for o in loop.walk():
+        for r in o.regions:
+            inside.update(id(a) for a in r.args)
+        if o is not loop:
+            inside.update(id(r) for r in o.results)
+    stack, seen = list(values), set()
+    while stack:
+        v = stack.pop()
+        if id(v) in inside:
+            return True
+        if id(v) in seen or v.owner is None:
+            continue
+        seen.add(id(v))
+        stack += v.owner.operands
+    return False
 
 
 def _through(u: Op, v, d: int, x, m):
