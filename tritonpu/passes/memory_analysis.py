@@ -15,11 +15,11 @@ scalar ops inserted before it; ``other`` becomes the tile's fill value when it i
 ``gather_rows``/``scatter_rows``; a load whose per-column term is data (``rows[:, None] * s +
 idx[None, :]``) becomes ``gather_cols``.  An offset ``(c + arange) % m`` is affine while the block does not wrap around:
 the access is guarded by that condition, and the other branch treats the offsets as an index vector
-(a row or column gather), so no pointer block is materialised either way -- except for a load whose
-wrapped lanes reach no stored byte (:mod:`tritonpu.passes.lanes`: Triton's matmul tutorial, whose
-store masks ``offs_cm < M`` leave out the rows the wrapped rows of ``a`` make): there the other
-branch loads the tile up to the wrap and pads the lanes past it (guarded by ``c % m >= 0``; the
-gather stays for the rest).  Everything else is left
+(a row or column gather), so no pointer block is materialised either way.  A load whose wrapped
+lanes reach no stored byte (:mod:`tritonpu.passes.lanes`: Triton's matmul tutorial, whose store
+masks ``offs_cm < M`` leave out the rows the wrapped rows of ``a`` make) is instead the tile up to
+the wrap, padded past it -- one form whether the block wraps or not (guarded by ``c >= 0`` when
+that is not known; the gather is the other branch).  Everything else is left
 as it is (the NPU back end then moves it element by element).  The rewrite keeps the program's meaning exactly: the same elements are read
 and written, masked-off elements are neither read nor written, and the fill values are the same.
 A rank-2 load whose every use is a ``dot`` operand (directly or through ``tl.trans``) and whose
@@ -125,6 +125,13 @@ class MemoryAnalysis(Pass):
         res = self._rewrite_fast(op, an.b, an)
         if res is None:
             return None
+        if an.assumptions and op.name == "load":
+            # `(c + arange) % m` offsets whose wrapped lanes no store reads (:mod:`lanes`): the tile
+            # up to the wrap, padded past it -- where nothing wraps, the whole tile
+            cut = self._analyzer(op, wrap_as_cut=True)
+            res_cut = self._rewrite_fast(op, cut.b, cut)
+            if res_cut is not None and cut.cut:
+                an, res = cut, res_cut
         ops, val = res
         if an.assumptions:
             # guarded: `if assumptions { structured transfer } else { what a wrap-around needs }`
@@ -138,20 +145,11 @@ class MemoryAnalysis(Pass):
         return ops
 
     def _wrapped(self, op: Op, has_value: bool):
-        """(ops, value) for where ``(c + arange) % m`` offsets wrap around: a load whose wrapped
-        lanes no store reads (:mod:`lanes`) is the tile up to the wrap, padded past it (guarded by
-        ``c % m >= 0``); otherwise the wrapped offsets as an index vector (a gather of rows or
-        columns); else the original op."""
+        """(ops, value) for where ``(c + arange) % m`` offsets wrap around: the wrapped offsets as
+        an index vector (a gather of rows or columns), else the original op."""
         data = self._analyzer(op, wrap_as_data=True)
         res = self._rewrite_fast(op, data.b, data)
-        slow = res if res is not None and not data.assumptions else ([op], op.result if has_value else None)
-        if op.name != "load":
-            return slow
-        cut = self._analyzer(op, wrap_as_cut=True)
-        res = self._rewrite_fast(op, cut.b, cut)
-        if res is None or not cut.cut:
-            return slow
-        return self._guarded(op, cut, res, slow) if cut.assumptions else res
+        return res if res is not None and not data.assumptions else ([op], op.result if has_value else None)
 
     def _guarded(self, op: Op, an: "Analyzer", res, slow):
         """(ops, value): ``res`` -- the structured form ``an`` made, which needs its assumptions --
