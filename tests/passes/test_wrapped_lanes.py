@@ -85,13 +85,13 @@ def test_the_tutorials_wrapped_loads_are_tiles_padded_past_the_wrap():
     a, b = _operands(100, 72, 48)
     c, h = _tutorial(a, b, 64, 64, 32)
     np.testing.assert_allclose(c.astype(np.float32), _reference(a, b).astype(np.float32), atol=2e-3, rtol=2e-3)
-    # per load: `if c >= 0 { the tile up to the wrap, padded } else { gather }` -- one form whether
-    # the block wraps or not (c = pid_m * BM: the launch decides c >= 0 in a later pass)
+    # per load: `if c >= 0 and c + BM - 1 does not overflow { the tile up to the wrap, padded } else
+    # { gather }` -- one form whether the block wraps or not
     filecheck(h.asm["memory-analysis"], """
 CHECK: , %M : i32
-CHECK-NEXT: = constant {value = 0} : i32
-CHECK-NEXT: {pred = "ge"} : i1
-CHECK-NEXT: = sub %M, %
+CHECK: {pred = "ge"} : i1
+CHECK: {pred = "le"} : i1
+CHECK: = sub %M, %
 CHECK: = if %
 CHECK-NEXT: = load_tile %
 CHECK: } {
@@ -259,4 +259,36 @@ def test_a_negative_multiple_of_the_modulus_is_no_wrap_around(n, B):
     want = np.full(B, -7, np.float32)
     keep = offs < n
     want[(n + offs)[keep]] = x[n + np.fmod(offs, n)][keep]
+    np.testing.assert_array_equal(out, want)
+
+
+@tritonpu.jit
+def look_alike(x_ptr, out_ptr, idx_ptr, c, n, f, B: tl.constexpr, CASE: tl.constexpr):
+    """Store masks that look like the wrap's bound and are not (found by a probe)."""
+    pid = tl.program_id(0)
+    offs = c + pid * B + tl.arange(0, B)
+    if CASE == 0:       # a modulus that is uniform but not a splat: no crash, read exactly
+        m = tl.zeros_like(offs) + n
+        v = tl.load(x_ptr + offs % m)
+        tl.store(out_ptr + pid * B + tl.arange(0, B), v, mask=offs < n)
+    elif CASE == 1:     # x differs from the mask's by a constant -0.0 against 0.0 (== says equal)
+        ka = (1.0 / (f * 0.0) < 0).to(tl.int32) * 10
+        kb = (1.0 / (f * -0.0) < 0).to(tl.int32) * 10
+        v = tl.load(x_ptr + (offs + kb) % n)
+        tl.store(out_ptr + pid * B + tl.arange(0, B), v, mask=offs + ka < n)
+    else:               # c + i wraps around int32: lanes past the wrap have x < n again
+        v = tl.load(x_ptr + offs % n)
+        tl.store(out_ptr + tl.load(idx_ptr + pid * B + tl.arange(0, B)), v, mask=offs < n)
+
+
+@pytest.mark.parametrize("case", [0, 1, 2])
+def test_wrapped_lanes_under_look_alike_masks_are_read_exactly(case):
+    # case 2: lanes 0..6 are 2**31 - 7.. 2**31 - 1 (masked off), lane 7 is -2**31, whose % 8 is 0
+    B, P, n, c = (8, 1, 8, 2**31 - 7) if case == 2 else (32, 4, 100, 0)
+    x = np.random.default_rng(case).standard_normal(n).astype(np.float32)
+    out = np.full(P * B, -7, np.float32)
+    look_alike[(P,)](x, out, np.arange(P * B, dtype=np.int32), c, n, 1.0, B=B, CASE=case)
+    lanes = (c + np.arange(P * B, dtype=np.int64) + 2**31) % 2**32 - 2**31     # int32 arithmetic
+    read = lanes + (10 if case == 1 else 0)
+    want = np.where(lanes < n, x[np.fmod(read, n)], np.float32(-7))
     np.testing.assert_array_equal(out, want)

@@ -219,9 +219,18 @@ class Analyzer:
             c = b.op("rem", list(b._unify(x.c, y.c)[:2]), b._unify(x.c, y.c)[2]) \
                 if not (isinstance(x.c, int) and isinstance(y.c, int)) else x.c % y.c
             # (c + i) % m is c % m + i while c >= 0 (a negative c takes the remainder's sign: -m + i
-            # is -m + i, not i) and c % m + i < m
+            # is -m + i, not i), c + i does not wrap around the integer type, and c % m + i < m
+            ty = op.operands[0].type.scalar
+            if not ty.is_signed:
+                raise NotAffine
             if not nonneg(x.c, self.loops, args=self._arg_nonneg):
                 self.assumptions.append(b.op("cmp", list(b._unify(x.c, 0)[:2]), T.i1, pred="ge"))
+            top = (1 << (ty.bits - 1)) - v.type.shape[d]        # c + size_d - 1 <= the type's max
+            if isinstance(x.c, int):
+                if x.c > top:
+                    raise NotAffine
+            else:
+                self.assumptions.append(b.op("cmp", list(b._unify(x.c, top)[:2]), T.i1, pred="le"))
             if self.wrap_as_cut:
                 # lanes i_d < m - c % m are c % m + i_d; the rest are cut
                 return Aff(c, x.strides, cut={d: (b.sub(y.c, c), op)})

@@ -29,7 +29,7 @@ def wrapped_lanes_unread(load: Op, dim: int, rem: Op, users: dict) -> bool:
     offsets ``rem`` (``x % m``) have wrapped, i.e. where ``x >= m``.  ``users``: id(value) -> the
     ops that read it (the function as it was before memory analysis rewrote it)."""
     x, m = rem.operands
-    if x.type.is_block and len(x.type.shape) != 1:
+    if x.type.is_block and len(x.type.shape) != 1 or uniform_scalar(m) is None:
         return False
     todo, seen = [(load.result, dim)], set()
     while todo:
@@ -49,18 +49,19 @@ def wrapped_lanes_unread(load: Op, dim: int, rem: Op, users: dict) -> bool:
 
 
 def _varies_in(loop: Op, values) -> bool:
-    """Whether any of ``values`` depends on a value ``loop`` defines (its carried values, the
-    results of the ops in its body)."""
-    inside = set()
+    """Whether any of ``values`` may differ between ``loop``'s trips: it depends on a value the
+    loop carries (or a region inside it does) or on what an op in its body reads from memory or
+    computes in regions -- pure ops on values from outside compute the same in every trip."""
+    varying = set()
     for o in loop.walk():
         for r in o.regions:
-            inside.update(id(a) for a in r.args)
-        if o is not loop:
-            inside.update(id(r) for r in o.results)
+            varying.update(id(a) for a in r.args)
+        if o is not loop and (o.regions or OPS[o.name].effects):
+            varying.update(id(r) for r in o.results)
     stack, seen = list(values), set()
     while stack:
         v = stack.pop()
-        if id(v) in inside:
+        if id(v) in varying:
             return True
         if id(v) in seen or v.owner is None:
             continue
@@ -172,7 +173,12 @@ def _same(a, b, depth: int = 0) -> bool:
     oa, ob = a.owner, b.owner
     if oa is None or ob is None or depth > _MAX_DEPTH or a.type != b.type or a.index != b.index:
         return False
-    if oa.name != ob.name or oa.attrs != ob.attrs or OPS[oa.name].effects or oa.regions or \
+    if oa.name != ob.name or _key(oa.attrs) != _key(ob.attrs) or OPS[oa.name].effects or oa.regions or \
             len(oa.operands) != len(ob.operands):
         return False
     return all(_same(p, q, depth + 1) for p, q in zip(oa.operands, ob.operands))
+
+
+def _key(attrs: dict) -> tuple:
+    """Attributes compared by their text: a constant 0.0 is not -0.0 (``==`` says it is)."""
+    return tuple(sorted((k, repr(v)) for k, v in attrs.items()))
