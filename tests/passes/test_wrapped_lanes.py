@@ -1,7 +1,8 @@
 """Loads through Triton's wrapped offsets ``(c + arange) % m`` whose wrapped lanes no store reads
 (``passes/lanes.py``) are tiles up to the wrap, padded past it -- one form whether the block wraps
-or not; any other use of those lanes keeps the exact gather.  Results are checked against numpy (the wrapped reads emulated) and, for the
-padded form, bit for bit against the same kernel compiled with the gather."""
+or not; any other use of those lanes keeps the exact gather.  Results are checked against numpy
+(the wrapped reads emulated) and, for the padded form, bit for bit against the same kernel
+compiled with the gather."""
 from __future__ import annotations
 
 import re

@@ -7,11 +7,11 @@ proves that for a load: :func:`wrapped_lanes_unread` is True when every value co
 load carries lane ``i`` of dimension ``dim`` only to the same lane of the values it makes --
 through elementwise work, a loop's carried values, ``tl.dot`` (the rows of ``a``, the columns of
 ``b``, an accumulator's lanes) and ``tl.trans`` -- and then only into stores whose masks have the
-conjunct ``x < m`` along that dimension, ``x % m`` being the wrapped offsets -- the same ``x``
-and ``m`` the load saw, so a lane carried out of a loop or into the loop's next trip needs ``x``
-and ``m`` computed outside that loop.  The load may then read lanes where ``x`` has wrapped around
-as anything (memory analysis pads them), and the stored bytes are the same.  Anything else a lane may reach -- a reduction, a reshape, a scalar, a branch
-condition, another kind of memory op -- gives False.
+conjunct ``x < m`` along that dimension, ``x % m`` being the wrapped offsets: the same ``x`` and
+``m`` the load saw, so a lane carried out of a loop or into its next trip needs ``x`` and ``m``
+the same in every trip.  The load may then read lanes where ``x`` has wrapped around as anything
+(memory analysis pads them), and the stored bytes are the same.  Anything else a lane may reach
+-- a reduction, a reshape, a scalar, a branch condition, another kind of memory op -- gives False.
 """
 from __future__ import annotations
 

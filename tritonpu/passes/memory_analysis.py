@@ -13,15 +13,17 @@ scalar ops inserted before it; ``other`` becomes the tile's fill value when it i
 ``select`` after the load).  A rank-2 access whose offsets add a data-dependent per-row term
 (``idx[:, None] * D + cols[None, :]``, an embedding lookup) with contiguous columns becomes
 ``gather_rows``/``scatter_rows``; a load whose per-column term is data (``rows[:, None] * s +
-idx[None, :]``) becomes ``gather_cols``.  An offset ``(c + arange) % m`` is affine while the block does not wrap around:
-the access is guarded by that condition, and the other branch treats the offsets as an index vector
-(a row or column gather), so no pointer block is materialised either way.  A load whose wrapped
-lanes reach no stored byte (:mod:`tritonpu.passes.lanes`: Triton's matmul tutorial, whose store
-masks ``offs_cm < M`` leave out the rows the wrapped rows of ``a`` make) is instead the tile up to
-the wrap, padded past it -- one form whether the block wraps or not (guarded by ``c >= 0`` when
-that is not known; the gather is the other branch).  Everything else is left
-as it is (the NPU back end then moves it element by element).  The rewrite keeps the program's meaning exactly: the same elements are read
-and written, masked-off elements are neither read nor written, and the fill values are the same.
+idx[None, :]``) becomes ``gather_cols``.  An offset ``(c + arange) % m`` is affine while the
+block does not wrap around (``c >= 0``, ``c % m + size <= m``, ``c + size - 1`` within the offset
+type): the access is guarded by that condition, and the other branch treats the offsets as an
+index vector (a row or column gather), so no pointer block is materialised either way.  A load
+whose wrapped lanes reach no stored byte (:mod:`tritonpu.passes.lanes`: Triton's matmul tutorial,
+whose store masks ``offs_cm < M`` leave out the rows the wrapped rows of ``a`` make) is instead
+the tile up to the wrap, padded past it -- one form whether the block wraps or not, guarded by
+the first and last conditions only.  Everything else is left as it is (the NPU back end then
+moves it element by element).  The rewrite keeps the program's meaning exactly: the same
+elements are read and written, masked-off elements are neither read nor written (and stored
+elements never depend on the padded lanes), and the fill values are the same.
 A rank-2 load whose every use is a ``dot`` operand (directly or through ``tl.trans``) and whose
 rows are not contiguous (column-major: ``x @ W.T`` with ``W`` row-major) loads the transpose --
 a ``load_tile`` with the strides swapped, or a ``gather_cols`` where the rows are picked by data --
