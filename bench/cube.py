@@ -174,7 +174,7 @@ def overlap(st) -> float:
     return max(v for k, v in busy.items() if k != "scalar") / st.cycles if st.cycles else 0.0
 
 
-HEADER = (f"{'kernel':<46}{'cycles':>10}{'roofline':>10}{'eff':>7}{'tile bound':>12}{'of bound':>10}"
+HEADER = (f"{'kernel':<50}{'cycles':>10}{'roofline':>10}{'eff':>7}{'tile bound':>12}{'of bound':>10}"
           f"{'overlap':>9}{'wall s':>8}")
 
 
@@ -183,13 +183,13 @@ def row(label, launch, check, bound=None):
     try:
         out, h = launch()
     except Exception as e:  # a config that fails is a finding: report it, go on
-        print(f"{label:<46}{'FAILED':>10}  {type(e).__name__}: {str(e).splitlines()[0][:150]}", flush=True)
+        print(f"{label:<50}{'FAILED':>10}  {type(e).__name__}: {str(e).splitlines()[0][:150]}", flush=True)
         return None
     wall = time.perf_counter() - t0
     st = h.stats
     err = check(out)
     b = bound(st) if bound else None
-    print(f"{label:<46}{st.cycles:>10}{st.roofline_cycles:>10.0f}{st.efficiency:>7.3f}"
+    print(f"{label:<50}{st.cycles:>10}{st.roofline_cycles:>10.0f}{st.efficiency:>7.3f}"
           + (f"{b:>12.0f}{b / st.cycles:>10.3f}" if b else f"{'':>12}{'':>10}")
           + f"{overlap(st):>9.3f}{wall:>8.1f}" + ("" if err is None else f"   WRONG: {err}"), flush=True)
     return None if err is not None else (st, b)
