@@ -30,11 +30,14 @@ func @k(%x: ptr<f32>, %y: ptr<f32>, %m: i32, %n: i32) {
 
 
 def test_rem_offsets_become_a_guarded_tile_load():
+    # guarded by `base + 63` within i32 and `base % m + 64 <= m` (`base >= 0` is known: pid * 64)
     out = run_text(WRAPPED, ["memory-analysis", "cse", "dce"])
     filecheck(out, """
         CHECK: = rem %base, %m : i32
+        CHECK: = constant {value = 2147483584} : i32
+        CHECK: = cmp %base, %
         CHECK: pred = "le"
-        CHECK: pred = "ge"
+        CHECK-NOT: pred = "ge"
         CHECK: = and
         CHECK: = if
         CHECK: load_tile
