@@ -72,6 +72,12 @@ class Instr:
 
 
 @dataclass
+class Fence(Instr):
+    """A point in the queue of pipe ``pipe`` with accesses of its own and no work: the sync pass
+    places the waits it needs right before it, like any instruction's; it renders as nothing."""
+
+
+@dataclass
 class Guarded(Instr):
     """``body`` (instructions, or Guarded) runs only when the scalar test ``text`` (``br.eq s5, 0``:
     the branch that jumps past the body) falls through.  To the sync pass it is one scalar
@@ -96,6 +102,11 @@ class Loop:
     # flags may be set in one trip for the next (set before the loop, drained after it); off for
     # a loop that is not rendered as one (the programs a core runs in turn)
     carry_flags: bool = True
+    # the persistent loop over the programs a core runs (passes/persistent.py)
+    programs: bool = False
+    # its trips use alternate halves of L0C (codegen/l0c_ring.py): what the cube is not yet
+    # ordered after among a trip's other L0C accesses is not carried to the next trip
+    l0c_ring: bool = False
 
 
 @dataclass
@@ -150,6 +161,8 @@ def render(nodes, indent: str = "    ") -> list[str]:
     def emit(ns, depth):
         pad = indent * depth
         for n in ns:
+            if isinstance(n, Fence):
+                continue
             if isinstance(n, Guarded):
                 out.extend(line if line.endswith(":") else pad + line for line in n.lines(label))
             elif isinstance(n, Instr):

@@ -34,6 +34,7 @@ from tritonpu.codegen.emit_vector import VectorEmitter
 from tritonpu.codegen.values import Imm, Reg, Tile, asm_type
 from tritonpu.errors import CompilationError
 from tritonpu.isa.machines import machine as get_machine
+from tritonpu.passes.persistent import is_program_loop
 
 NUM_REGS = 64
 SPILL_RESERVE = 6          # registers kept free for temporaries once values start to spill
@@ -397,7 +398,7 @@ class Emitter(ScalarEmitter, VectorEmitter, MemoryEmitter, CubeEmitter):
             self.op = body.ops[-1]
             self._check_params(iters, body.ops[-1].operands)
             self.parallel_copy(homes, body.ops[-1].operands)
-        loop = Loop(head, self.nested(inner))
+        loop = Loop(head, self.nested(inner), programs=is_program_loop(op))
         self.op = saved_op
         self.out.append(loop)
         for i, (r, h) in enumerate(zip(op.results, homes)):

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from tritonpu.codegen.asmlist import Instr, Loop, panel_reserved, render
 from tritonpu.codegen.emit import Emitter
 from tritonpu.codegen.homes import REUSE_LOADED, SCALED_IN_L0C
+from tritonpu.codegen.l0c_ring import ring_l0c
 from tritonpu.codegen.sync import insert_sync
 from tritonpu.errors import CompilationError, ExecutionError, LaunchError
 from tritonpu.ir import parse_function
@@ -26,9 +27,11 @@ from tritonpu.passes.specialize import launch_values
 NPU_PIPELINE = ["canonicalize", "memory-analysis", "cse", "trip-extents", "fusion", "unswitch", "dce", "tiling",
                 "epilogue-rows", "persistent",
                 "versioning", "hoist", "stagger", "panel-reuse", "double-buffer", "cleanup", "buffer-planning"]
+# The optional stages after ISA emission (each a file in tritonpu/codegen/), before sync insertion.
+CODEGEN_PASSES = ("l0c-ring",)
 # Passes a user may switch off (results must not change; tests check it).
 OPTIONAL_PASSES = ("canonicalize", "memory-analysis", "cse", "trip-extents", "fusion", "unswitch", "persistent", "versioning", "hoist",
-                   "stagger", "panel-reuse", "double-buffer")
+                   "stagger", "panel-reuse", "double-buffer") + CODEGEN_PASSES
 
 
 @dataclass
@@ -38,6 +41,7 @@ class NpuKernel:
     notes: list = field(default_factory=list)
     sync_pairs: int = 0
     persistent: bool = False
+    l0c_ring: bool = False                        # the programs a core runs alternate halves of L0C
     zeros_bytes: int = 0                          # size of the zero row the launch passes
     ub_bytes: int = 0                             # Unified Buffer a program uses (tiles + temporaries)
     guards: list = field(default_factory=list)    # conditions on scalar arguments it was compiled for
@@ -60,6 +64,12 @@ def pipeline_for(options: dict | None = None) -> list[str]:
     if options.get("double_buffer") is False or os.environ.get("TRITONPU_DOUBLE_BUFFER") == "0":
         skip.add("double-buffer")
     return [p for p in NPU_PIPELINE if p not in skip]
+
+
+def codegen_passes_for(options: dict | None = None) -> list[str]:
+    """The optional stages after emission that run (``CODEGEN_PASSES`` less those disabled)."""
+    skip = set((options or {}).get("disable_passes") or ())
+    return [p for p in CODEGEN_PASSES if p not in skip]
 
 
 def compile_npu(ir_text: str, options: dict | None = None, print_after=None) -> NpuKernel:
@@ -161,6 +171,8 @@ def _compile_npu(ir_text: str, options, print_after) -> NpuKernel:
         return retry
     # Analyse the body as the loop it is: a core runs its programs one after another, so hazards
     # from one program into the next are synced exactly like loop-carried ones.
+    if "l0c-ring" in codegen_passes_for(options):
+        out.l0c_ring = ring_l0c(nodes, em.m.capacity["l0c"], em.m.align["l0c"])
     program_loop = Loop(Instr("for s63, 0, 1, 1", "S"), nodes, carry_flags=False)
     # (panel fills in no branch of their own: the program keeps their event ids, see op_if)
     report = insert_sync([program_loop], reserved=panel_reserved(em.panel_events))
@@ -232,7 +244,8 @@ def artifact(kernel, options: dict, scalars: dict, may_alias: bool = False) -> N
     """``kernel`` compiled for the NPU with these options and scalar arguments — made once and kept
     on the kernel: compilations per pass pipeline (and aliasing), several when they assumed
     argument values (see :class:`NpuKernel.accepts`)."""
-    key = ("npu",) + tuple(pipeline_for(options)) + (("may-alias",) if may_alias else ())
+    key = ("npu",) + tuple(pipeline_for(options)) + tuple(codegen_passes_for(options)) + \
+        (("may-alias",) if may_alias else ())
     arts = kernel.backend_artifacts.setdefault(key, [])
     art = next((a for a in arts if a.accepts(scalars)), None)
     if art is None:

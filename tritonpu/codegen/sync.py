@@ -159,6 +159,18 @@ def _conflicts(st: _State, ins: Instr):
     return out
 
 
+def _ring(n: Loop, st: _State) -> _State:
+    """The state a trip of ``n`` leaves to the next: with ``n.l0c_ring`` (codegen/l0c_ring.py) the
+    next trip's L0C accesses are in the other half, so M is not held to this trip's other L0C
+    accesses (the fence before the next trip's drains orders the trip after it)."""
+    if n.l0c_ring:
+        ids = {id(i) for i in walk(n.body)}
+        st = st.copy()
+        st.unord["M"] -= {k for k in st.index.get("l0c", ()) if k[0] in ids and st.recs.get(k) is not None
+                          and st.recs[k].pipe != "M"}
+    return st
+
+
 class _Pass:
     def __init__(self, max_events: int, reserved=None):
         if max_events < 1:
@@ -349,7 +361,7 @@ class _Pass:
         def body(s, em=False):
             self.carried_known[id(n)] = []
             if ctx is None:
-                return self.block(n.body, s.copy(), em, ctx)
+                return _ring(n, self.block(n.body, s.copy(), em, ctx))
             # the drains still pending at the end of a trip (an inner loop's, nothing after it
             # needed them) stay pending over the back edge -- set before the loop, waited for
             # after it -- so the next trip's first work on their pipe does not queue behind them
@@ -370,7 +382,7 @@ class _Pass:
                 self.over[id(n)] = sorted(ends)
             if em:
                 n.body += tail + rearm
-            return st
+            return _ring(n, st)
         try:
             head = self._fixpoint(entry, body)
             if emit:

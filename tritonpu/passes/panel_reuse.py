@@ -53,6 +53,7 @@ from tritonpu.codegen.homes import PANEL_ALIGN, const_value, elem_bytes, panel_s
 from tritonpu.ir import Function, Op, Value
 from tritonpu.ir import types as T
 from tritonpu.passes.manager import Pass, register
+from tritonpu.passes.persistent import is_program_loop
 from tritonpu.passes.rewrite import (TILE_LOADS, LoopView, clone_op, positive_step, region_of, root, trip_count,
                                      trip_work, written_by)
 from tritonpu.passes.specialize import decide, launch_value
@@ -80,9 +81,7 @@ class _Cand:
 
 def _program_loop(fn: Function):
     op = next((o for o in fn.body.ops if o.name == "for"), None)
-    if op is None or not op.regions[0].ops or op.regions[0].ops[0].name != "set_program":
-        return None
-    return op
+    return op if op is not None and is_program_loop(op) else None
 
 
 def _loops(region, path):

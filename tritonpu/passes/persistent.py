@@ -21,6 +21,11 @@ from tritonpu.passes.manager import Pass, register
 GRID_ARGS = ("__grid_x", "__grid_y", "__grid_z")
 
 
+def is_program_loop(op) -> bool:
+    """Whether ``op`` is the loop this pass makes: the programs a core runs, one per trip."""
+    return op.name == "for" and bool(op.regions[0].ops) and op.regions[0].ops[0].name == "set_program"
+
+
 @register
 class PersistentLoop(Pass):
     name = "persistent"
