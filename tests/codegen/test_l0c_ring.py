@@ -10,7 +10,7 @@ import pytest
 
 import tritonpu
 import tritonpu.language as tl
-from tritonpu.codegen.asmlist import Access, Fence, Instr, Loop, render
+from tritonpu.codegen.asmlist import Access, Fence, If, Instr, Loop, render
 from tritonpu.codegen.l0c_ring import ring_l0c
 from tritonpu.codegen.sync import insert_sync
 from tritonpu.npu import assemble
@@ -222,3 +222,67 @@ def test_disable_passes_names_the_ring():
     assert "l0c-ring" in OPTIONAL_PASSES
     assert codegen_passes_for({"disable_passes": ("l0c-ring",)}) == []
     assert codegen_passes_for({}) == ["l0c-ring"]
+
+
+# ---- soundness on random programs ---------------------------------------------------------------
+
+def _random_body(rng, kinds, depth=0):
+    """Products (M) into a few L0C tiles and FIX drains of them (``kinds``), in random order, some in
+    branches (taken by the trip's parity) or in inner loops."""
+    out = []
+    for _ in range(rng.randint(1, 4)):
+        r = rng.random()
+        t = rng.randrange(3)                   # which 1 KiB L0C tile
+        kind = rng.choice(kinds)
+        if r < 0.7 and kind == "M":
+            out += [Instr(f"mmad.f32.f32 l0c[{t * KB}], l0a[0], l0b[0], 16, 16, 16, init=0", "M",
+                          (Access("l0a", 0, KB), Access("l0b", 0, KB), Access("l0c", t * KB, (t + 1) * KB)),
+                          (Access("l0c", t * KB, (t + 1) * KB),))]
+        elif r < 0.7:
+            out += [Instr(f"mov.l0c.gm.f32.f32 y[s7+{t * KB}], l0c[{t * KB}], 16, 64, 64, 64", "FIX",
+                          (Access("l0c", t * KB, (t + 1) * KB),), (Access.gm("y"),))]
+        elif r < 0.85 and depth < 2:
+            test = [Instr("and s3, s1, 1", "S"), Instr("br.eq s3, 0, {target}", "S")]
+            out.append(If(test, _random_body(rng, kinds, depth + 1),
+                          _random_body(rng, kinds, depth + 1) if rng.random() < 0.6 else []))
+        elif depth < 2:
+            reg = f"s{4 + depth}"
+            out.append(Loop(Instr(f"for {reg}, 0, {rng.randint(0, 2)}, 1", "S"), _random_body(rng, kinds, depth + 1)))
+    return out
+
+
+def _random_program(seed):
+    """A persistent loop: each trip starts most of the tiles afresh (``init=1``), accumulates into
+    them, then drains them -- or, now and then, mixes the two or reads a tile an earlier trip left."""
+    import random as _r
+    rng = _r.Random(seed)
+    head = programs()[0].body[:6]               # set_program, the offsets, the operands to L0A / L0B
+    head.insert(2, Instr("mul s7, s1, 4096", "S"))     # (y: 4 KiB a trip)
+    fresh = [Instr(f"mmad.f32.f32 l0c[{t * KB}], l0a[0], l0b[0], 16, 16, 16, init=1", "M",
+                   (Access("l0a", 0, KB), Access("l0b", 0, KB)), (Access("l0c", t * KB, (t + 1) * KB),))
+             for t in range(3) if rng.random() < 0.9]
+    if rng.random() < 0.25:
+        body = _random_body(rng, ("M", "FIX"))
+    else:
+        body = _random_body(rng, ("M",)) + _random_body(rng, ("FIX",))
+    return [Loop(Instr("for s1, 0, n, 1", "S"), head + fresh + body, programs=True)]
+
+
+def _run_y(nodes, trips):
+    x = np.random.default_rng(0).random(8 * 256 + 256).astype(np.float32)
+    y = np.zeros(5 * 1024, np.float32)
+    assemble(HEAD + "\n".join(render(nodes)) + "\n", "t.s").run({"x": x, "y": y, "n": trips}, grid=(1,),
+                                                                 sanitize=True)
+    return y
+
+
+@pytest.mark.parametrize("seed", range(200))
+def test_random_programs_with_the_ring_pass_the_sanitizer_and_write_the_same(seed):
+    ringed, plain = _random_program(seed), _random_program(seed)
+    applied = ring_l0c(ringed, L0C, ALIGN)
+    insert_sync(ringed, max_events=3)
+    insert_sync(plain, max_events=3)
+    for trips in (0, 1, 2, 3, 5):
+        assert _run_y(ringed, trips).tobytes() == _run_y(plain, trips).tobytes()
+    if applied:
+        assert any("l0c[s0+" in ln for ln in lines(ringed))

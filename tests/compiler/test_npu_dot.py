@@ -343,7 +343,7 @@ def test_small_l0_tiles_take_turns_over_four_slots():
     h = _four_dots[(1,)](a, b, c, M=M, N=N, K=K)
     np.testing.assert_allclose(c, a.astype(np.float32) @ b.astype(np.float32), rtol=1e-3, atol=1e-2)
     isa = h.asm["isa"]
-    assert re.findall(r"mmad\S* l0c\[\d+\], l0a\[(\d+)\], l0b\[(\d+)\], \d+, [1-9]", isa) == \
+    assert re.findall(r"mmad\S* l0c\[(?:s\d+\+)?\d+\], l0a\[(\d+)\], l0b\[(\d+)\], \d+, [1-9]", isa) == \
         [("0", "0"), ("16384", "16384"), ("32768", "32768"), ("49152", "49152")], isa
 
 
@@ -423,7 +423,8 @@ def test_a_gelu_epilogue_of_a_dot_with_k_in_one_block_fits(BN, form):
     r = x.astype(np.float64) @ w.astype(np.float64)
     erf = np.vectorize(__import__("math").erf)
     np.testing.assert_allclose(y, 0.5 * r * (1 + erf(r / np.sqrt(2))), rtol=1e-4, atol=1e-4)
-    assert "mmad.f32.f16 l0c[0], l0a[0], l0b[0], 128, 0, " in h.asm["isa"] or form == "plain"   # zeroed in L0C
+    # zeroed in L0C (at the ring register's half when the programs a core runs alternate halves)
+    assert re.search(r"mmad\.f32\.f16 l0c\[(s\d+\+)?0\], l0a\[0\], l0b\[0\], 128, 0, ", h.asm["isa"]) or form == "plain"
     if BN == 256:
         starts = re.findall(r"= slice %\w+ \{offsets = \[(\d+), 0\]\}", h.asm["epilogue-rows"])
         assert len(starts) >= 2 and starts[:2] == ["0", starts[1]], h.asm["epilogue-rows"]
@@ -451,7 +452,8 @@ def test_a_product_of_negative_zeros_added_to_zeros_is_positive_zero():
         outs[backend] = c
     assert outs["npu"].tobytes() == outs["ref"].tobytes() and not np.signbit(outs["npu"][3]).any()
     isa = h.asm["isa"]
-    assert "mmad.f32.f16 l0c[0], l0a[0], l0b[0], 32, 0, 32, init=1" in isa and "vadd" not in isa, isa
+    assert re.search(r"mmad\.f32\.f16 l0c\[(s\d+\+)?0\], l0a\[0\], l0b\[0\], 32, 0, 32, init=1", isa) and \
+        "vadd" not in isa, isa
 
 
 @tritonpu.jit

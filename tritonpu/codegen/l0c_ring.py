@@ -21,8 +21,9 @@ come before the other pipes' (FIX's drains), with a place between them that is n
 - the loop is marked ``l0c_ring``: at its back edge the sync pass does not carry what M is not
   yet ordered after among the trip's non-M L0C accesses (the next trip writes the other half; the
   trip after it is ordered by the fence).
-Nothing is changed otherwise (more than half of L0C, cube work after a drain or in one loop with
-it, no free register, the loop not the program's last node, or no drain to overlap).  Results are bitwise
+Nothing is changed otherwise (more than half of L0C, an L0C read of bytes the trip may not have
+written first -- what an earlier program left there --, cube work after a drain or in one loop
+with it, no free register, the loop not the program's last node, or no drain to overlap).  Results are bitwise
 the same: each program computes the same products, in another place.
 """
 from __future__ import annotations
@@ -53,6 +54,8 @@ def ring_l0c(nodes: list, capacity: int, align: int) -> bool:
         return False
     if not any(p == "M" for p in on.values()) or not any(p != "M" for p in on.values()):
         return False
+    if _fresh(loop.body, frozenset(), align) is None:
+        return False
     fences = _fences(loop.body, on)
     if fences is None:
         return False
@@ -71,6 +74,36 @@ def ring_l0c(nodes: list, capacity: int, align: int) -> bool:
     nodes.insert(k, Instr(f"mov {reg}, 0", "S", comment="programs alternate halves of L0C"))
     loop.l0c_ring = True
     return True
+
+
+def _fresh(nodes: list, written: frozenset, granule: int):
+    """The L0C granules ``nodes`` surely write, added to ``written``; None when some L0C read may
+    find bytes that this trip has not written on its way there (a value an earlier program left in
+    L0C: in the other half, under the ring)."""
+    for n in nodes:
+        if isinstance(n, Instr):
+            for a in n.reads:
+                if a.space == "l0c" and not set(range(a.lo // granule, -(-a.hi // granule))) <= written:
+                    return None
+            for a in n.writes:
+                if a.space == "l0c":
+                    written = written | set(range(-(-a.lo // granule), a.hi // granule))
+        elif isinstance(n, If):
+            if _fresh(n.test, written, granule) is None:
+                return None
+            then, orelse = _fresh(n.then, written, granule), _fresh(n.orelse, written, granule)
+            if then is None or orelse is None:
+                return None
+            written = then & orelse
+        elif isinstance(n, Loop):           # (may run no trip; a later trip finds at least as much)
+            if _fresh(n.body, written, granule) is None:
+                return None
+        elif isinstance(n, While):          # (``before`` and the test run at least once)
+            first = _fresh(n.before + n.test, written, granule)
+            if first is None or _fresh(n.after, first, granule) is None:
+                return None
+            written = first
+    return written
 
 
 def _fences(nodes: list, on: dict):
