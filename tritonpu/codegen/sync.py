@@ -30,8 +30,10 @@ head; the drain after it of each loop-carried pair (the wait on Q for a flag P s
 trip, or before the loop when there was none) removes from ``unord[Q]`` the records P was ordered
 after at both of those sets, where it is placed: right before the first instruction on Q after
 the loop that conflicts with one of them (the drain that orders least first: a pipelined loop's
-last trips, run after it in branches, each wait for their own tiles), in both branches of an
-``If`` when one needs it, and before the next loop or the end of the block otherwise.
+last trips, run after it in branches, each wait for their own tiles); when one branch of an
+``If`` needs it, it is waited for there and set again at that branch's end (ordering what src was
+ordered after at both sets), so it stays pending after the ``If`` on both paths; it is waited for
+before the next loop or the end of the block otherwise.
 
 Placement.  A needed pair P -> Q goes ``set_flag`` right after the last conflicting P instruction
 when that instruction is earlier in the same straight-line block (so P work issued later does not
@@ -49,7 +51,10 @@ waited for right after its pipe's last work in that run -- the same point in its
 that pipe is not S; a first set of the same flag that covers none of the run's work then goes
 right before its pipe's first work there, so the re-armed flag does not wait for that work (a
 persistent matmul's next program's first L0 tiles were held back by its accumulator's zeroing,
-which waits for FIX to drain the previous program's).  When several
+which waits for FIX to drain the previous program's).  A loop's first set on a pipe with no work
+in that run, for a first trip that needs only that pipe's own accesses, goes at the run's start,
+before the drains the pipe waits for there (a persistent matmul's MTE1 freed the L1 buffer of the
+next program's second load only after waiting for the cube's last product).  When several
 pipes must be waited for, the flag that covers most conflicts is taken first, so conflicts covered
 transitively get no pair of their own.
 """
@@ -302,7 +307,10 @@ class _Pass:
                 # drain's wait goes before a set
                 put = [(entry.out_pos[k - 1] if k > 0 else 0, 1, w)
                        for w in waits for k in [moved[_flag_of(w)]]]
-                put += [(entry.out_pos[at] if at >= 0 else 0, 0, Instr(f"set_flag {a}, {b}, {e}", a))
+                # (a set at the run's start goes before the drains waited for there, unless it
+                # sets one of their flags)
+                put += [(entry.out_pos[at] if at >= 0 else 0, 2 if at < 0 and (a, b, e) not in moved else 0,
+                         Instr(f"set_flag {a}, {b}, {e}", a))
                         for (a, b, e), at in early.items() if at is not None]
                 for at, _, ins in sorted(put, key=lambda x: (-x[0], x[1])):
                     out.insert(start + at, ins)
@@ -328,9 +336,23 @@ class _Pass:
                         ends.append((branch, self.block(branch, st.copy(), emit, pending=left), left))
                     finally:
                         self.taken.pop()
-                # a drain waited for in one branch is waited for at the end of the other; one
-                # pending after both (the same flag: the two branches' loops took the same id)
-                # orders what it orders on both paths
+                # a drain pending before the branches that one of them waited for (its own code
+                # needed it) is set again at that branch's end, in its pipe's queue, so that it
+                # stays pending after both: the other path waits for it only where it needs it,
+                # not at its end (a persistent matmul's MTE1 waited there for the cube before
+                # freeing L1 for the next program's first loads); it then orders what src was
+                # ordered after at both sets.  One pending after both (the same flag: the two
+                # branches' loops took the same id) orders what it orders on both paths; any
+                # other is waited for at the end of the branch that leaves it pending.
+                start = {d[:3] for d in self.pending}
+                for k, (branch, bst, left) in enumerate(ends):
+                    kept = {d[:3]: d for d in ends[1 - k][2]}
+                    mine = {d[:3] for d in left}
+                    for f in sorted(start - mine):
+                        if f in kept and f[1] != "S":
+                            left.append(f + (kept[f][3] & frozenset(bst.known(f[0])),))
+                            if emit:
+                                branch.append(Instr(f"set_flag {f[0]}, {f[1]}, {f[2]}", f[0]))
                 other = {d[:3]: d[3] for d in ends[1][2]}
                 both = {d[:3] for d in ends[0][2]} & set(other)
                 for branch, bst, left in ends:
@@ -562,14 +584,18 @@ class _Segment:
         no flag ``(src, dst, ev)`` of the run is pending there -- so the first trip waits for the
         loads it reads, not for every load issued before the loop.  When it needs none of src's
         records of that run, src has work in it and the flag's drain from an earlier loop was
-        waited for in the run (``rearmed``), right before src's first work there.  None: right
-        before the loop."""
+        waited for in the run (``rearmed``), right before src's first work there; when src has
+        no work in the run and the consumer needs only src's own records, at the run's start
+        (-1).  None: right before the loop."""
         entry = self.p.entry.get(id(self.loop))
         if entry is None:
             return None
         mine = [entry.issued[k] for k in need if self.st.recs[k].pipe == src and k in entry.issued]
         first = next((k for k, x in enumerate(entry.whole) if x.pipe == src), None)
-        if not mine and (first is None or (src, dst, ev) not in self.p.rearmed.get(id(self.loop), ())):
+        # src idle in the run and the consumer needing only src's own accesses: at the run's start,
+        # before the drains src waits for there (what they order src after is not needed)
+        idle = not mine and first is None and bool(need) and all(self.st.recs[k].pipe == src for k in need)
+        if not mine and not idle and (first is None or (src, dst, ev) not in self.p.rearmed.get(id(self.loop), ())):
             return None
         key = (id(self.loop), src, dst, ev)
         if key in self.p.early and self.p.early[key] is None:
@@ -577,7 +603,7 @@ class _Segment:
         # the set only moves later as consumers are seen (what earlier claims took stays true);
         # None for good: right before the loop, which covers every claim
         # (the rest of the group too: the flag then covers what the body's flag for that trip does)
-        end = entry._group_end(src, dst, max(mine), len(entry.whole))[0] if mine else first - 1
+        end = entry._group_end(src, dst, max(mine), len(entry.whole))[0] if mine else -1 if idle else first - 1
         at = entry.early_ok((src, dst, ev), max(end, self.p.early.get(key, -1)))
         self.p.early[key] = at
         return at
