@@ -62,11 +62,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from tritonpu.isa import PIPES
-
-from .asmlist import Access, If, Instr, Loop, While, walk
-
-_SYNC_PREFIXES = ("set_flag", "wait_flag", "barrier")
+from .asmlist import If, Instr, Loop, While, walk
+from .sync_model import State, conflicts, flag_of, is_sync
+from .sync_runs import Segment
 
 
 @dataclass
@@ -75,96 +73,7 @@ class SyncReport:
     events_used: dict = field(default_factory=dict)         # (src, dst) -> number of event ids used
 
 
-@dataclass(frozen=True)
-class _Rec:
-    pipe: str
-    acc: Access
-    write: bool
-
-
-class _State:
-    """``recs``: key -> _Rec for every record issued so far; ``unord``: pipe -> keys not ordered
-    before that pipe's next instruction."""
-
-    def __init__(self, recs=None, unord=None, index=None):
-        self.recs = dict(recs or {})
-        self.unord = {p: set((unord or {}).get(p, ())) for p in PIPES}
-        # space -> keys of the records in that space, of every state of one insert_sync (a key's
-        # space never changes; a state holds a subset): conflicts are looked for among these
-        self.index = {} if index is None else index
-
-    def copy(self):
-        return _State(self.recs, self.unord, self.index)
-
-    def join(self, other):
-        out = self.copy()
-        out.recs.update(other.recs)
-        for p in PIPES:
-            out.unord[p] |= other.unord[p]
-        return out
-
-    def __eq__(self, other):
-        return self.recs.keys() == other.recs.keys() and self.unord == other.unord
-
-    def known(self, pipe):
-        """Records an instruction placed now on ``pipe`` is ordered after (its own included)."""
-        return set(self.recs) - self.unord[pipe]
-
-    def cover(self, dst, keys):
-        """A wait on ``dst`` for a flag carrying ``keys``; waits on S order every later issue."""
-        for p in (PIPES if dst == "S" else (dst,)):
-            self.unord[p] -= keys
-
-    def issue(self, ins, keys):
-        for key, rec in keys:
-            self.recs[key] = rec
-            self.index.setdefault(rec.acc.space, set()).add(key)
-            for p in PIPES:
-                if p != ins.pipe:
-                    self.unord[p].add(key)
-
-
-def _flag_of(ins: Instr) -> tuple:
-    """(src, dst, event) of a ``set_flag`` / ``wait_flag``."""
-    src, dst, ev = (x.strip() for x in ins.text.split(None, 1)[1].split(","))
-    return src, dst, int(ev)
-
-
-def _is_sync(ins: Instr) -> bool:
-    return ins.text.lstrip().startswith(_SYNC_PREFIXES)
-
-
-def _records(ins: Instr):
-    """(key, _Rec) for each access of ``ins``; S accesses complete at issue and are not recorded."""
-    if ins.pipe == "S" or _is_sync(ins):
-        return []
-    out = [((id(ins), "w", k), _Rec(ins.pipe, a, True)) for k, a in enumerate(ins.writes)]
-    out += [((id(ins), "r", k), _Rec(ins.pipe, a, False)) for k, a in enumerate(ins.reads)]
-    return out
-
-
-def _conflicts(st: _State, ins: Instr):
-    """Keys of records ``ins`` (on its pipe) must be ordered after but is not yet."""
-    if _is_sync(ins) or not (ins.reads or ins.writes):
-        return set()
-    # (by space first: most records are in a space ``ins`` does not touch)
-    writes, reads = ins.writes, ins.reads
-    recs, pipe, unord = st.recs, ins.pipe, st.unord[ins.pipe]
-    out = set()
-    for sp in {a.space for a in writes} | {a.space for a in reads}:
-        ws = [a for a in writes if a.space == sp]
-        rs = [a for a in reads if a.space == sp]
-        for key in unord & st.index.get(sp, set()):
-            rec = recs[key]
-            if rec.pipe == pipe:
-                continue
-            acc = rec.acc
-            if any(acc.overlaps(a) for a in ws) or (rec.write and any(acc.overlaps(a) for a in rs)):
-                out.add(key)
-    return out
-
-
-def _ring(n: Loop, st: _State) -> _State:
+def _ring(n: Loop, st: State) -> State:
     """The state a trip of ``n`` leaves to the next: with ``n.l0c_ring`` (codegen/l0c_ring.py) the
     next trip's L0C accesses are in the other half, so M is not held to this trip's other L0C
     accesses (the fence before the next trip's drains orders the trip after it)."""
@@ -190,7 +99,7 @@ class _Pass:
         # id(Loop) -> [(src, dst, keys src is ordered after where the carried set_flag sits)], from
         # the last run of its body: what the drain after the loop orders dst after
         self.carried_known: dict = {}
-        self.entry: dict = {}        # id(Loop) -> the _Segment right before it in its block (or None)
+        self.entry: dict = {}        # id(Loop) -> the Segment right before it in its block (or None)
         # (id(Loop), src, dst, ev) -> position in the entry segment after which the pair's first
         # set_flag goes (instead of right before the loop)
         self.early: dict = {}
@@ -202,7 +111,7 @@ class _Pass:
         self.over: dict = {}         # id(Loop) -> (src, dst, ev) of inner drains pending over its back edge
 
     # ---- structure ------------------------------------------------------------------------------
-    def block(self, nodes: list, st: _State, emit: bool, loop: Loop | None = None, pending=None) -> _State:
+    def block(self, nodes: list, st: State, emit: bool, loop: Loop | None = None, pending=None) -> State:
         """Run ``nodes`` from state ``st``; with ``emit``, insert the syncs into the list.  ``loop``:
         the Loop whose body ``nodes`` is (its straight-line runs run on every trip).  ``pending``:
         the drains not yet waited for when the block starts (a branch's), left in the list as they
@@ -224,7 +133,7 @@ class _Pass:
             keys = {k for k, _ in recs}
             self.pending[:] = [d[:3] + (d[3] - keys,) for d in self.pending]
 
-    def _drain(self, st: _State, which) -> list:
+    def _drain(self, st: State, which) -> list:
         """The waits of the pending drains ``which`` selects, their ordering applied to ``st``."""
         out = []
         for d in [d for d in self.pending if which(d)]:
@@ -234,18 +143,18 @@ class _Pass:
             out.append(Instr(f"wait_flag {src}, {dst}, {ev}", dst))
         return out
 
-    def _block(self, nodes: list, st: _State, emit: bool, loop: Loop | None) -> _State:
+    def _block(self, nodes: list, st: State, emit: bool, loop: Loop | None) -> State:
         out: list = []
         seg = None                                  # the current straight-line run of Instrs
         body_ids = {id(i) for i in walk(loop.body)} if loop is not None else set()
         for j, n in enumerate(nodes):
             if isinstance(n, Instr):
                 pre, waited = [], []
-                while self.pending and not _is_sync(n):
+                while self.pending and not is_sync(n):
                     # a drain is waited for right before the first instruction of its pipe that
                     # needs it -- the one that orders least first (a pipelined loop's drains order
                     # its tiles in the order the trips after it read them)
-                    need = _conflicts(st, n)
+                    need = conflicts(st, n)
                     cands = [d for d in self.pending if d[1] == n.pipe and d[3] & need]
                     if not cands:
                         break
@@ -258,11 +167,11 @@ class _Pass:
                         if not isinstance(m, Instr):
                             break
                         run.append(m)
-                    seg = _Segment(self, st, run if loop is not None else None, loop, body_ids, run)
+                    seg = Segment(self, st, run if loop is not None else None, loop, body_ids, run)
                     if self.pending and not pre and j + len(run) < len(nodes) and isinstance(nodes[j + len(run)], Loop):
                         # a loop's entry run with drains pending: what the pipes that set their
                         # flags are ordered after at its start (the loop's first set of such a flag
-                        # may go there, see _Segment._early; not when drains are waited for before
+                        # may go there, see Segment._early; not when drains are waited for before
                         # its first instruction: the set would go before them)
                         srcs = {d[0] for d in self.pending if d[1] != "S"} & {x.pipe for x in run}
                         seg.start_known = {p: frozenset(st.known(p)) for p in srcs}
@@ -282,7 +191,7 @@ class _Pass:
             if isinstance(n, Loop) and entry is not None and entry.start_known:
                 # a drain is waited for right after its pipe's last work in the loop's entry run
                 # (the same point in that pipe's queue): the loop's first set of the same flag may
-                # then go earlier in the run (_Segment._early); not on S, whose waits stall issue
+                # then go earlier in the run (Segment._early); not on S, whose waits stall issue
                 for d in self.pending:
                     if d[1] != "S":
                         moved[d[:3]] = 1 + entry.last_on(d[1])
@@ -306,7 +215,7 @@ class _Pass:
                 # (out position, rank, instruction), inserted from the last: at one position a
                 # drain's wait goes before a set
                 put = [(entry.out_pos[k - 1] if k > 0 else 0, 1, w)
-                       for w in waits for k in [moved[_flag_of(w)]]]
+                       for w in waits for k in [moved[flag_of(w)]]]
                 # (a set at the run's start goes before the drains waited for there, unless it
                 # sets one of their flags)
                 put += [(entry.out_pos[at] if at >= 0 else 0, 2 if at < 0 and (a, b, e) not in moved else 0,
@@ -375,7 +284,7 @@ class _Pass:
             nodes[:] = out
         return st
 
-    def loop(self, n: Loop, entry: _State, emit: bool) -> _State:
+    def loop(self, n: Loop, entry: State, emit: bool) -> State:
         ctx = n if n.carry_flags else None
         self.outer[id(n)] = tuple(self.active)
         self.active.append(id(n))
@@ -451,7 +360,7 @@ class _Pass:
             {e for t in self.taken for e in t.get((src, dst), ())} | \
             {e for a, b, e, _ in self.pending if (a, b) == (src, dst)}
 
-    def while_(self, n: While, entry: _State, emit: bool) -> _State:
+    def while_(self, n: While, entry: State, emit: bool) -> State:
         def trip(s, em=False):
             t = self.block(n.test, self.block(n.before, s.copy(), em), em)
             return t, self.block(n.after, t.copy(), em)
@@ -461,250 +370,13 @@ class _Pass:
         return exit_state
 
     @staticmethod
-    def _fixpoint(entry: _State, body) -> _State:
+    def _fixpoint(entry: State, body) -> State:
         head = entry
         while True:
             nxt = head.join(body(head))
             if nxt == head:
                 return head
             head = nxt
-
-
-class _Segment:
-    """A straight-line run of instructions: state snapshots per position so a ``set_flag`` can be
-    placed right after its producer, and per-(src, dst) event intervals to allocate ids."""
-
-    def __init__(self, p: _Pass, st: _State, run=None, loop=None, body_ids=(), whole=()):
-        self.p, self.st = p, st                     # st is updated in place (shared with caller)
-        # in a loop body: this run executes every trip, so a producer later in it (last trip's
-        # instance) can set its flag right after itself for the next trip (loop-carried pair)
-        self.run = run
-        self.whole = whole                          # the run's instructions (in or out of a loop)
-        self.loop = loop
-        self.body_ids = body_ids
-        self.pos_of = {id(x): j for j, x in enumerate(run)} if run else {}
-        self.instrs: list[Instr] = []
-        self.before: list[list[Instr]] = []         # syncs inserted before instruction i
-        self.after: list[list[Instr]] = []          # set_flags inserted after instruction i
-        # known(pipe of i) right after issuing i -- for instructions with records only (a flag is
-        # only ever set after one of those); None for the others
-        self.known: list = []
-        self.issued: dict = {}                      # record key -> position issued in this run
-        self.base = 0                               # run positions are segment positions
-        self.carried_sets: dict = {}                # position -> loop-carried set_flags after it
-        self.busy: dict = {}                        # (src, dst) -> [(event, start, end)]
-        self.tick = 0
-        self.later: set = set()                     # ids of the body's instructions after this run
-        self.drained: dict = {}                     # (src, dst, ev) of a drain waited for here -> position
-        self.start_known: dict = {}                 # pipe -> known(pipe) at the run's start (a loop's entry)
-
-    def last_on(self, pipe: str) -> int:
-        """The last position of the run where ``pipe`` has work (its instruction, or a flag
-        instruction placed around it), -1 for none."""
-        for k in range(len(self.instrs) - 1, -1, -1):
-            if any(x.pipe == pipe for x in (self.instrs[k], *self.before[k], *self.after[k],
-                                            *self.carried_sets.get(self.base + k, ()))):
-                return k
-        return -1
-
-    def _pos(self, i, side):
-        self.tick += 1
-        return (i, side, self.tick)
-
-    def instr(self, ins: Instr, pre=()):
-        """Place ``ins`` (``pre``: drain waits that go right before it, already applied)."""
-        st, i = self.st, len(self.instrs)
-        self.instrs.append(ins)
-        self.before.append(list(pre))
-        self.after.append([])
-        if _is_sync(ins) and ins.text.split()[:2] == ["barrier", "all"]:
-            for q in PIPES:
-                st.unord[q].clear()
-        need = _conflicts(st, ins)
-        while need:
-            plan = max((self._plan(pp, need, i) for pp in sorted({st.recs[k].pipe for k in need},
-                                                                   key=PIPES.index)),
-                       key=lambda pl: len(pl[3] & need))
-            self._apply(plan, ins.pipe, i)
-            need = _conflicts(st, ins)
-        recs = _records(ins)
-        for key, _ in recs:
-            self.issued[key] = i
-        st.issue(ins, recs)
-        self.p.forget(recs)
-        self.known.append(st.known(ins.pipe) if recs else None)
-
-    def _plan(self, src: str, need: set, i: int):
-        """(src, set position k or None for adjacent, event, keys the flag carries)."""
-        mine = [self.issued[k] for k in need if self.st.recs[k].pipe == src and k in self.issued]
-        if mine:
-            k = self._extend(src, self.instrs[i].pipe, max(mine), i)
-            ev = self._free(src, k, i)
-            if ev is not None:
-                later = {key for key, pos in self.issued.items() if pos > k}
-                return src, k, ev, self.known[k] - later
-        elif self.run is not None:
-            carried = self._carried_plan(src, need, i)
-            if carried is not None:
-                return carried
-        return src, None, None, self.st.known(src)
-
-    def _carried_plan(self, src: str, need: set, i: int):
-        """A producer of the previous trip later in this run: its flag is set right after it."""
-        base = self.base + i
-        ahead = [self.pos_of[k[0]] for k in need if self.st.recs[k].pipe == src and k[0] in self.pos_of
-                 and self.pos_of[k[0]] > base]
-        if not ahead or any(k[0] in self.body_ids and k[0] not in self.pos_of for k in need
-                            if self.st.recs[k].pipe == src):
-            return None
-        dst = self.instrs[i].pipe
-        kk = self._extend(src, dst, max(ahead), len(self.run))
-        ev = self._carried_event(src, dst, kk)
-        if ev is None:
-            return None
-        # covered: src's records from (i, kk] of this run (last trip) and those from before the loop
-        keys = {key for key in self.st.known(src) | need
-                if self.st.recs[key].pipe == src and
-                ((key[0] in self.pos_of and base < self.pos_of[key[0]] <= kk) or key[0] not in self.body_ids)}
-        early = self._early(src, dst, ev, need)
-        if early is None:
-            # a consumer that needs nothing from before the loop claims no more than the pair's
-            # first set covers either, wherever another consumer put it (found by a probe: the
-            # wait for this trip's first L0A slot claimed the run's later reads of the second)
-            early = self.p.early.get((id(self.loop), src, dst, ev))
-        if early is not None:       # the first trip's set goes after entry position `early`
-            entry = self.p.entry[id(self.loop)]
-            keys = {key for key in keys if entry.issued.get(key, -1) <= early}
-        return src, ("carried", kk), ev, keys
-
-    def _early(self, src: str, dst: str, ev: int, need: set):
-        """Where in the straight-line run right before the loop the first ``set_flag`` of the
-        loop-carried pair ``(src, dst, ev)`` can go for a consumer that needs ``need``: right after
-        the last of those records issued in that run (and the rest of its prefetch group), when
-        no flag ``(src, dst, ev)`` of the run is pending there -- so the first trip waits for the
-        loads it reads, not for every load issued before the loop.  When it needs none of src's
-        records of that run, src has work in it and the flag's drain from an earlier loop was
-        waited for in the run (``rearmed``), right before src's first work there; when src has
-        no work in the run and the consumer needs only src's own records, at the run's start
-        (-1).  None: right before the loop."""
-        entry = self.p.entry.get(id(self.loop))
-        if entry is None:
-            return None
-        mine = [entry.issued[k] for k in need if self.st.recs[k].pipe == src and k in entry.issued]
-        first = next((k for k, x in enumerate(entry.whole) if x.pipe == src), None)
-        # src idle in the run and the consumer needing only src's own accesses: at the run's start,
-        # before the drains src waits for there (what they order src after is not needed)
-        idle = not mine and first is None and bool(need) and all(self.st.recs[k].pipe == src for k in need)
-        if not mine and not idle and (first is None or (src, dst, ev) not in self.p.rearmed.get(id(self.loop), ())):
-            return None
-        key = (id(self.loop), src, dst, ev)
-        if key in self.p.early and self.p.early[key] is None:
-            return None
-        # the set only moves later as consumers are seen (what earlier claims took stays true);
-        # None for good: right before the loop, which covers every claim
-        # (the rest of the group too: the flag then covers what the body's flag for that trip does)
-        end = entry._group_end(src, dst, max(mine), len(entry.whole))[0] if mine else -1 if idle else first - 1
-        at = entry.early_ok((src, dst, ev), max(end, self.p.early.get(key, -1)))
-        self.p.early[key] = at
-        return at
-
-    def early_ok(self, pair, at):
-        """``at`` if the first set of ``pair`` may go after position ``at`` of this run (no flag of
-        the pair set or drained here is pending after it), else None."""
-        src, dst, ev = pair
-        if at is None or any(e == ev and end[0] >= at for e, _, end in self.busy.get((src, dst), ())) or \
-                self.drained.get(pair, -2) >= at:
-            return None
-        return at
-
-    def _extend(self, src: str, dst: str, k: int, limit: int) -> int:
-        """Where a flag ``src -> dst`` set after run position ``k`` for a consumer at ``limit`` (or
-        in the next trip: ``limit`` is the run's end) goes instead: after the last instruction of
-        ``k``'s prefetch group (the loads of one trip a pipelined loop issues ahead: ``Instr.group``)
-        before the next ``dst`` instruction -- when that next ``dst`` instruction is not the
-        consumer.  One flag then covers the tiles the consumer and the ones after it need (their
-        waits find them ordered already), so the loads a pipelined loop keeps in flight hold one
-        event id per trip, not one each; the consumer, queued behind other ``dst`` work, waits
-        for its trip's later loads too, which were issued with its own a trip or more ahead."""
-        last, met = self._group_end(src, dst, k, limit)
-        return last if met else k
-
-    def _group_end(self, src: str, dst: str, k: int, limit: int):
-        """(the last instruction of ``k``'s prefetch group before the next ``dst`` instruction or
-        ``limit``, whether a ``dst`` instruction came first)."""
-        group, last = self.whole[k].group, k
-        if group is None:
-            return k, False
-        for j in range(k + 1, limit):
-            x = self.whole[j]
-            if x.pipe == dst:
-                return last, True
-            if x.pipe == src and x.group == group:
-                last = j
-        return last, False
-
-    def _carried_event(self, src, dst, kk):
-        ids = self.p.reserved.setdefault((src, dst), {})
-        key = (id(self.loop), kk)
-        if key in ids:
-            return ids[key]
-        held = self.p.held(src, dst, id(self.loop))
-        for e in range(self.p.max_events - 1, 0, -1):
-            if e not in held:
-                ids[key] = e
-                self.p.carried.setdefault(id(self.loop), set()).add((src, dst, e))
-                return e
-        return None
-
-    def _free(self, src, k, i):
-        dst = self.instrs[i].pipe
-        start, end = (k, 1, self.tick + 1), (i, 0, self.tick + 2)
-        used = {e for e, a, b in self.busy.get((src, dst), ()) if not (b < start or end < a)}
-        used |= self.p.held(src, dst)
-        return next((e for e in range(self.p.max_events) if e not in used), None)
-
-    def _apply(self, plan, dst: str, i: int):
-        src, k, ev, keys = plan
-        if isinstance(k, tuple):    # loop-carried: set after the producer, for the next trip
-            self.carried_sets.setdefault(k[1], []).append(Instr(f"set_flag {src}, {dst}, {ev}", src))
-            self.before[i].append(Instr(f"wait_flag {src}, {dst}, {ev}", dst))
-            self.st.cover(dst, keys)
-            return
-        if k is None:               # every earlier flag of this run was waited for: any id is free
-            held = self.p.held(src, dst)
-            ev = next(e for e in range(self.p.max_events) if e not in held)
-            start = self._pos(i, 0)
-            self.before[i].append(Instr(f"set_flag {src}, {dst}, {ev}", src))
-        else:
-            start = self._pos(k, 1)
-            self.after[k].append(Instr(f"set_flag {src}, {dst}, {ev}", src))
-        end = self._pos(i, 0)
-        self.before[i].append(Instr(f"wait_flag {src}, {dst}, {ev}", dst))
-        self.busy.setdefault((src, dst), []).append((ev, start, end))
-        self.st.cover(dst, keys)
-
-    def flush(self, emit: bool) -> list:
-        out = []
-        self.out_pos = []                           # per instruction: its end in the list returned
-        for j, (ins, b, a) in enumerate(zip(self.instrs, self.before, self.after)):
-            if self.carried_sets.get(self.base + j):
-                # what src is ordered after at the set, less what the last trip issues after it
-                after = {id(x) for x in self.whole[j + 1:]} | self.later
-                known = frozenset(k for k in self.known[j] if k[0] not in after)
-            for c in self.carried_sets.get(self.base + j, ()):
-                src, dst, ev = _flag_of(c)
-                self.p.carried_known.setdefault(id(self.loop), []).append((src, dst, ev, known))
-            a = a + self.carried_sets.get(self.base + j, [])
-            out += b + [ins] + a
-            self.out_pos.append(len(out))
-            if emit:
-                for s in b + a:
-                    if s.text.startswith("set_flag"):
-                        src, dst, ev = _flag_of(s)
-                        used = self.p.report.events_used
-                        used[(src, dst)] = max(used.get((src, dst), 0), ev + 1)
-                        self.p.report.pairs += 1
-        return out
 
 
 def insert_sync(nodes: list, *, max_events: int = 8, reserved: dict | None = None) -> SyncReport:
@@ -715,5 +387,5 @@ def insert_sync(nodes: list, *, max_events: int = 8, reserved: dict | None = Non
     ``reserved`` / ``reserved_else`` in its branches.  Returns a :class:`SyncReport`: the number
     of pairs inserted and, per (src, dst) pipe pair, how many event ids (0..n-1) it uses."""
     p = _Pass(max_events, reserved)
-    p.block(nodes, _State(), True)
+    p.block(nodes, State(), True)
     return p.report
