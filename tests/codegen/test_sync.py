@@ -322,13 +322,12 @@ def test_the_first_trips_flags_are_set_right_after_the_loads_before_the_loop():
     nodes = build()
     synced(nodes)
     lines = body_lines(nodes)
-    # (MTE3, idle before the loop, sets its pair's first flag at the run's start)
     assert lines[:lines.index("for s0, 0, 4, 1")] == [
-        "set_flag MTE3, V, 7",
         "mov.gm.ub ub[0], x[0], 1, 4096, 0, 0",
         "set_flag MTE2, V, 7",
         "mov.gm.ub ub[4096], x[4096], 1, 4096, 0, 0",
         "set_flag MTE2, V, 6",
+        "set_flag MTE3, V, 7",
     ], lines
     assert lines[-3:] == ["wait_flag MTE2, V, 6", "wait_flag MTE2, V, 7", "wait_flag MTE3, V, 7"]
     x, y = run(nodes)
@@ -366,7 +365,7 @@ def test_a_drain_pending_over_the_back_edge_is_waited_for_after_its_pipes_last_w
 def test_each_drain_is_waited_for_in_the_branch_that_first_needs_it():
     """A pipelined loop's last trips run after it, each in a branch (if it exists): the drain of
     the flag that orders ub[0] is waited for right before the first branch's reader (and set again
-    at that branch's end, so that both paths leave it pending: the other path waits for it only
+    right after that wait, so that both paths leave it pending: the other path waits for it only
     where it needs it, here at the end), the one for ub[4096] in the second branch -- the first trip
     after the loop does not wait for the second one's tile."""
     def build():
@@ -381,12 +380,12 @@ def test_each_drain_is_waited_for_in_the_branch_that_first_needs_it():
     after = [ln.strip() for ln in text[text.index("endfor"):].splitlines()]
     assert after == [
         "endfor", "mov s8, n", "br.eq s8, 0, endif2",
-        "wait_flag MTE2, V, 7", "vadds.f32 ub[16384], ub[0], 1.0, 1024", "set_flag V, MTE3, 0",
-        "wait_flag V, MTE3, 0", "mov.ub.gm y[0], ub[16384], 1, 4096, 0, 0", "set_flag MTE2, V, 7",
+        "wait_flag MTE2, V, 7", "set_flag MTE2, V, 7", "vadds.f32 ub[16384], ub[0], 1.0, 1024",
+        "set_flag V, MTE3, 0", "wait_flag V, MTE3, 0", "mov.ub.gm y[0], ub[16384], 1, 4096, 0, 0",
         "endif2:",
         "mov s8, n", "br.eq s8, 1, endif4",
-        "wait_flag MTE2, V, 6", "vadds.f32 ub[20480], ub[4096], 1.0, 1024", "set_flag V, MTE3, 0",
-        "wait_flag V, MTE3, 0", "mov.ub.gm y[4096], ub[20480], 1, 4096, 0, 0", "set_flag MTE2, V, 6",
+        "wait_flag MTE2, V, 6", "set_flag MTE2, V, 6", "vadds.f32 ub[20480], ub[4096], 1.0, 1024",
+        "set_flag V, MTE3, 0", "wait_flag V, MTE3, 0", "mov.ub.gm y[4096], ub[20480], 1, 4096, 0, 0",
         "endif4:",
         "wait_flag MTE3, V, 7", "wait_flag MTE2, V, 7", "wait_flag MTE2, V, 6"], after
     for n in (0, 1, 2):

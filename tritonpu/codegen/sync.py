@@ -31,9 +31,10 @@ trip, or before the loop when there was none) removes from ``unord[Q]`` the reco
 after at both of those sets, where it is placed: right before the first instruction on Q after
 the loop that conflicts with one of them (the drain that orders least first: a pipelined loop's
 last trips, run after it in branches, each wait for their own tiles); when one branch of an
-``If`` needs it, it is waited for there and set again at that branch's end (ordering what src was
-ordered after at both sets), so it stays pending after the ``If`` on both paths; it is waited for
-before the next loop or the end of the block otherwise.
+``If`` needs it, it is waited for there and set again right after that wait (at the branch's end
+when the branch uses the flag again), ordering what src was ordered after at both sets, so it
+stays pending after the ``If`` on both paths; it is waited for before the next loop or the end of
+the block otherwise.
 
 Placement.  A needed pair P -> Q goes ``set_flag`` right after the last conflicting P instruction
 when that instruction is earlier in the same straight-line block (so P work issued later does not
@@ -83,6 +84,17 @@ def _ring(n: Loop, st: State) -> State:
         st.unord["M"] -= {k for k in st.index.get("l0c", ()) if k[0] in ids and st.recs.get(k) is not None
                           and st.recs[k].pipe != "M"}
     return st
+
+
+def _rearm(branch: list, flag) -> None:
+    """Set ``flag`` again in ``branch``, which waited for it: right after that wait when nothing
+    later in the branch uses the flag (src's work after it need not be waited for), else at the end."""
+    src, dst, ev = flag
+    wait, put = f"wait_flag {src}, {dst}, {ev}", f"set_flag {src}, {dst}, {ev}"
+    at = next((j for j, n in enumerate(branch) if isinstance(n, Instr) and n.text == wait), None)
+    if at is None or any(i.text in (wait, put) for i in walk(branch[at + 1:])):
+        at = len(branch) - 1
+    branch.insert(at + 1, Instr(put, src))
 
 
 class _Pass:
@@ -246,7 +258,7 @@ class _Pass:
                     finally:
                         self.taken.pop()
                 # a drain pending before the branches that one of them waited for (its own code
-                # needed it) is set again at that branch's end, in its pipe's queue, so that it
+                # needed it) is set again there, right after that wait (see _rearm), so that it
                 # stays pending after both: the other path waits for it only where it needs it,
                 # not at its end (a persistent matmul's MTE1 waited there for the cube before
                 # freeing L1 for the next program's first loads); it then orders what src was
@@ -261,7 +273,7 @@ class _Pass:
                         if f in kept and f[1] != "S":
                             left.append(f + (kept[f][3] & frozenset(bst.known(f[0])),))
                             if emit:
-                                branch.append(Instr(f"set_flag {f[0]}, {f[1]}, {f[2]}", f[0]))
+                                _rearm(branch, f)
                 other = {d[:3]: d[3] for d in ends[1][2]}
                 both = {d[:3] for d in ends[0][2]} & set(other)
                 for branch, bst, left in ends:
@@ -338,14 +350,17 @@ class _Pass:
             at = self.early.get((id(n), src, dst, ev))
             early = at is not None and seg is not None
             if (src, at) not in before:
-                # (a set before src's first work in the run: what src was ordered after at the
-                # run's start, a subset of what it is there)
-                before[(src, at)] = entry.known(src) if not early else (seg.known[at] or set()) \
-                    if at >= 0 and seg.whole[at].pipe == src else seg.start_known.get(src, frozenset())
-            pre = before[(src, at)]
+                # (a set before src's first work in the run, or at its start: what src was ordered
+                # after at the run's start, a subset of what it is there -- and none of the
+                # records the run issues: a record is its latest instance, and what src knew of
+                # an earlier instance, e.g. the outer loop's previous trip's, does not carry
+                # over; found when drains pending at the run made a set go there more often)
+                before[(src, at)] = (entry.known(src), None) if not early else (seg.known[at] or set(), at) \
+                    if at >= 0 and seg.whole[at].pipe == src else (seg.start_known.get(src, frozenset()), -1)
+            pre, cut = before[(src, at)]
             keys.setdefault((src, dst, ev), set()).update(
                 k for k in known if k[0] in body_ids or
-                (k in pre and (not early or seg.issued.get(k, -1) <= at)))
+                (k in pre and (cut is None or seg.issued.get(k, -1) <= cut)))
         self.drains[id(n)] = [(a, b, e, frozenset(keys.get((a, b, e), ()))) for a, b, e in sorted(self.carried.get(id(n), ()))]
         return head.copy()
 

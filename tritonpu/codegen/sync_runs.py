@@ -130,9 +130,11 @@ class Segment:
             return None
         mine = [entry.issued[k] for k in need if self.st.recs[k].pipe == src and k in entry.issued]
         first = next((k for k, x in enumerate(entry.whole) if x.pipe == src), None)
-        # src idle in the run and the consumer needing only src's own accesses: at the run's start,
-        # before the drains src waits for there (what they order src after is not needed)
-        idle = not mine and first is None and bool(need) and all(self.st.recs[k].pipe == src for k in need)
+        # src idle in the run but waiting there for earlier loops' drains, and the consumer
+        # needing only src's own accesses: at the run's start, before those waits
+        idle = not mine and first is None and bool(need) and \
+            any(d[1] == src for d in self.p.rearmed.get(id(self.loop), ())) and \
+            all(self.st.recs[k].pipe == src for k in need)
         if not mine and not idle and (first is None or (src, dst, ev) not in self.p.rearmed.get(id(self.loop), ())):
             return None
         key = (id(self.loop), src, dst, ev)
