@@ -269,9 +269,13 @@ class _Pass:
                 for k, (branch, bst, left) in enumerate(ends):
                     kept = {d[:3]: d for d in ends[1 - k][2]}
                     mine = {d[:3] for d in left}
+                    # (not the records of the branch's own instructions: a key names the latest
+                    # instance, and one the branch issues again -- in a loop around the If --
+                    # may come after the new set)
+                    ids = {id(i) for i in walk(branch)}
                     for f in sorted(start - mine):
                         if f in kept and f[1] != "S":
-                            left.append(f + (kept[f][3] & frozenset(bst.known(f[0])),))
+                            left.append(f + (frozenset(x for x in kept[f][3] if x[0] not in ids),))
                             if emit:
                                 _rearm(branch, f)
                 other = {d[:3]: d[3] for d in ends[1][2]}
