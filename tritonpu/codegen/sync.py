@@ -128,6 +128,7 @@ class _Pass:
         self.pending: list = []
         self.drains: dict = {}       # id(Loop) -> its drains, from loop() to the block placing it
         self.over: dict = {}         # id(Loop) -> (src, dst, ev) of inner drains pending over its back edge
+        self._body_ids: dict = {}    # id(Loop) -> body_ids(loop)
 
     # ---- structure ------------------------------------------------------------------------------
     def block(self, nodes: list, st: State, emit: bool, loop: Loop | None = None, pending=None) -> State:
@@ -165,7 +166,7 @@ class _Pass:
     def _block(self, nodes: list, st: State, emit: bool, loop: Loop | None) -> State:
         out: list = []
         seg = None                                  # the current straight-line run of Instrs
-        body_ids = {id(i) for i in walk(loop.body)} if loop is not None else set()
+        body_ids = self.body_ids(loop) if loop is not None else set()
         for j, n in enumerate(nodes):
             if isinstance(n, Instr):
                 pre, waited = [], []
@@ -349,7 +350,7 @@ class _Pass:
         # set before it) -- so after the records known at both (applied where each is waited for)
         # (a pair the last run of the body does not set -- an earlier fixpoint round took its id --
         # is still set before the loop: its drain orders nothing)
-        body_ids = {id(i) for i in walk(n.body)}
+        body_ids = self.body_ids(n)
         keys: dict = {}
         seg = self.entry.get(id(n))
         before = {}
@@ -374,6 +375,14 @@ class _Pass:
                 (k in pre and (cut is None or seg.issued.get(k, -1) <= cut)))
         self.drains[id(n)] = [(a, b, e, frozenset(keys.get((a, b, e), ()))) for a, b, e in sorted(self.carried.get(id(n), ()))]
         return head.copy()
+
+    def body_ids(self, n: Loop) -> set:
+        """The ids of the instructions in ``n``'s body (found once: the syncs the pass inserts
+        there later have no records, which is all the ids are looked up for)."""
+        ids = self._body_ids.get(id(n))
+        if ids is None:
+            ids = self._body_ids[id(n)] = {id(i) for i in walk(n.body)}
+        return ids
 
     def held(self, src: str, dst: str, loop_id=None) -> set:
         """Event ids of (src, dst) that loop-carried pairs keep pending here: those of the loops

@@ -53,12 +53,15 @@ class State:
             self.unord[p] -= keys
 
     def issue(self, ins, keys):
+        if not keys:
+            return
         for key, rec in keys:
             self.recs[key] = rec
             self.index.setdefault(rec.acc.space, set()).add(key)
-            for p in PIPES:
-                if p != ins.pipe:
-                    self.unord[p].add(key)
+        new = [key for key, _ in keys]
+        for p, unord in self.unord.items():
+            if p != ins.pipe:
+                unord.update(new)
 
 
 def flag_of(ins: Instr) -> tuple:
@@ -68,7 +71,8 @@ def flag_of(ins: Instr) -> tuple:
 
 
 def is_sync(ins: Instr) -> bool:
-    return ins.text.lstrip().startswith(SYNC_PREFIXES)
+    t = ins.text
+    return t.startswith(SYNC_PREFIXES) or (t[:1].isspace() and t.lstrip().startswith(SYNC_PREFIXES))
 
 
 def records(ins: Instr):
@@ -82,20 +86,26 @@ def records(ins: Instr):
 
 def conflicts(st: State, ins: Instr):
     """Keys of records ``ins`` (on its pipe) must be ordered after but is not yet."""
-    if is_sync(ins) or not (ins.reads or ins.writes):
+    writes, reads = ins.writes, ins.reads
+    if not (reads or writes) or is_sync(ins):
         return set()
     # (by space first: most records are in a space ``ins`` does not touch)
-    writes, reads = ins.writes, ins.reads
-    recs, pipe, unord = st.recs, ins.pipe, st.unord[ins.pipe]
+    recs, pipe, unord, index = st.recs, ins.pipe, st.unord[ins.pipe], st.index
     out = set()
     for sp in {a.space for a in writes} | {a.space for a in reads}:
-        ws = [a for a in writes if a.space == sp]
-        rs = [a for a in reads if a.space == sp]
-        for key in unord & st.index.get(sp, set()):
+        keys = index.get(sp)
+        if not keys:
+            continue
+        # (every record of ``keys`` is in space ``sp``: an overlap is one of byte ranges)
+        ws = [(a.lo, a.hi) for a in writes if a.space == sp]
+        wrs = ws + [(a.lo, a.hi) for a in reads if a.space == sp]
+        for key in unord & keys:
             rec = recs[key]
             if rec.pipe == pipe:
                 continue
-            acc = rec.acc
-            if any(acc.overlaps(a) for a in ws) or (rec.write and any(acc.overlaps(a) for a in rs)):
-                out.add(key)
+            lo, hi = rec.acc.lo, rec.acc.hi
+            for a_lo, a_hi in (wrs if rec.write else ws):
+                if lo < a_hi and a_lo < hi:
+                    out.add(key)
+                    break
     return out

@@ -226,11 +226,16 @@ class Segment:
     def flush(self, emit: bool) -> list:
         out = []
         self.out_pos = []                           # per instruction: its end in the list returned
+        whole_pos = None
         for j, (ins, b, a) in enumerate(zip(self.instrs, self.before, self.after)):
             if self.carried_sets.get(self.base + j):
                 # what src is ordered after at the set, less what the last trip issues after it
-                after = {id(x) for x in self.whole[j + 1:]} | self.later
-                known = frozenset(k for k in self.known[j] if k[0] not in after)
+                # (later in this run, or in the body after it)
+                if whole_pos is None:
+                    whole_pos = {id(x): n for n, x in enumerate(self.whole)}
+                later = self.later
+                known = frozenset(k for k in self.known[j]
+                                  if not (whole_pos.get(k[0], -1) > j or k[0] in later))
             for c in self.carried_sets.get(self.base + j, ()):
                 src, dst, ev = flag_of(c)
                 self.p.carried_known.setdefault(id(self.loop), []).append((src, dst, ev, known))
