@@ -425,6 +425,36 @@ def test_a_vector_drain_one_branch_waits_for_is_set_again_there():
     assert_races(build)
 
 
+def test_a_vector_drain_one_branch_leaves_pending_is_set_at_the_other_branch_s_end():
+    """The loop in the branch leaves its V -> MTE2 drain pending; the path without the loop sets
+    the flag at its end, so after the if MTE2 loads ub[8192] (which V never read) and waits for
+    the drain only before its load into ub[0], the loop's buffer -- not at the branch's end.  On
+    the path without the loop the drain orders the loop's reads of ub[0] vacuously (never
+    issued there), so the load into ub[0] needs no pair of its own.  The MTE3 -> V drain (a
+    transfer pipe's: its set would wait for every transfer issued before it) is still waited
+    for at the branch's end."""
+    def build():
+        inner = loop("s1", 2, [S("mul s2, s1, 4096"), load(0, off="s2"), vadds(4096, 0), store(4096, off="s2")])
+        return [If([S("mov s8, n"), S("br.eq s8, 0, {target}")], [inner]),
+                load(8192, off=8192), vadds(12288, 8192), store(12288, off=8192),
+                load(0, off=12288), vadds(16384, 0), store(16384, off=12288)]
+    nodes = build()
+    synced(nodes)
+    text = text_of(nodes)
+    tail = [ln.strip() for ln in text[text.index("endfor"):].splitlines()]
+    assert tail[:6] == ["endfor", "wait_flag MTE3, V, 7", "jmp endif2", "else1:", "set_flag V, MTE2, 7",
+                        "endif2:"], tail
+    assert tail[6] == "mov.gm.ub ub[8192], x[8192], 1, 4096, 0, 0", tail
+    at = tail.index("mov.gm.ub ub[0], x[12288], 1, 4096, 0, 0")
+    assert tail[at - 2:at] == ["mov.ub.gm y[8192], ub[12288], 1, 4096, 0, 0", "wait_flag V, MTE2, 7"], tail
+    for n in (0, 1):
+        x, y = run(nodes, n=n)
+        np.testing.assert_array_equal(y[2048:4096], x[2048:4096] + 1)     # (byte offsets 8192, 12288)
+        if n:
+            np.testing.assert_array_equal(y[:2048], x[:2048] + 1)
+    assert_races(build)
+
+
 def test_a_drain_does_not_order_what_is_issued_again_after_its_loop():
     """The drain of the inner loop's V -> MTE2 pair orders MTE2 after what V had done at its last
     set -- including the previous outer trip's vadds into ub[8192], but not the vadds this trip

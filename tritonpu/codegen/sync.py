@@ -86,7 +86,8 @@ def _ring(n: Loop, st: State) -> State:
     return st
 
 
-# The pipes whose drains a branch sets again: not the transfer pipes, whose set_flag fires only
+# The pipes whose drains a branch sets again (after its own wait for one, or at its end for one
+# the other branch leaves pending): not the transfer pipes, whose set_flag fires only
 # once every transfer issued before it has landed -- set again after the branch's wait, it would
 # also wait for the transfers issued since (prefetched loads, stores in flight); measured:
 # layernorm's column loops 452245 -> 478751 cycles with MTE2's and MTE3's drains set again.
@@ -288,15 +289,31 @@ class _Pass:
                                 _rearm(branch, f)
                 other = {d[:3]: d[3] for d in ends[1][2]}
                 both = {d[:3] for d in ends[0][2]} & set(other)
-                for branch, bst, left in ends:
+                # a drain of the cube or the vector unit pending at the end of one branch only (a
+                # loop of its own left it) stays pending after the If: the other branch sets it at
+                # its end, ordering what src is ordered after there -- so dst waits for it where it
+                # needs it, not at the branch's end (a persistent matmul's MTE1 waited there for
+                # the cube's last products before freeing L1 for the next program's first loads);
+                # it orders what it orders on the first path, less what src is not ordered after
+                # at the other's end
+                ones = {}
+                for k, (branch, bst, left) in enumerate(ends):
+                    theirs = {d[:3] for d in ends[1 - k][2]}
+                    for d in left:
+                        if d[:3] not in theirs and d[0] in _REARMED_FROM and d[1] != "S":
+                            # (a record the other path never issued needs no order there)
+                            ones[d[:3]] = (1 - k, d[3] - ends[1 - k][1].unord[d[0]])
+                for k, (branch, bst, left) in enumerate(ends):
                     saved, self.pending = self.pending, left
                     try:
-                        tail = self._drain(bst, lambda d: d[:3] not in both)
+                        tail = self._drain(bst, lambda d: d[:3] not in both and d[:3] not in ones)
                     finally:
                         self.pending = saved
                     if emit:
-                        branch += tail
-                self.pending[:] = [d[:3] + (d[3] & other[d[:3]],) for d in ends[0][2] if d[:3] in both]
+                        branch += tail + [Instr(f"set_flag {a}, {b}, {e}", a)
+                                          for (a, b, e), (at, _) in sorted(ones.items()) if at == k]
+                self.pending[:] = [d[:3] + (d[3] & other[d[:3]],) for d in ends[0][2] if d[:3] in both] + \
+                    [f + (keys,) for f, (_, keys) in sorted(ones.items())]
                 st = ends[0][1].join(ends[1][1])
             elif isinstance(n, While):
                 st = self.while_(n, st, emit)
