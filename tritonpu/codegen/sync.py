@@ -34,7 +34,10 @@ last trips, run after it in branches, each wait for their own tiles); when one b
 ``If`` needs it, it is waited for there and -- when src is the cube or the vector unit, not a
 transfer pipe -- set again right after that wait (at the branch's end when the branch uses the
 flag again), ordering what src was ordered after at both sets, so it stays pending after the
-``If`` on both paths; it is waited for before the next loop or the end of the block otherwise.
+``If`` on both paths; a cube or vector drain that a loop inside one branch leaves pending stays
+pending after the ``If`` too -- the other branch sets it at its end, and it orders what src was
+ordered after on both paths (a record a path never issued needs no order there); a drain is
+waited for before the next loop or the end of the block otherwise.
 
 Placement.  A needed pair P -> Q goes ``set_flag`` right after the last conflicting P instruction
 when that instruction is earlier in the same straight-line block (so P work issued later does not
