@@ -64,6 +64,12 @@ def text_of(nodes):
     return HEAD + "\n".join(render(nodes)) + "\n"
 
 
+def lines_from(nodes, marker):
+    """The assembly's lines (stripped) from the first occurrence of ``marker`` on."""
+    text = text_of(nodes)
+    return [ln.strip() for ln in text[text.index(marker):].splitlines()]
+
+
 def body_lines(nodes):
     return [ln.strip() for ln in render(nodes)]
 
@@ -375,8 +381,7 @@ def test_each_drain_is_waited_for_in_the_branch_that_first_needs_it():
                 If([S("mov s8, n"), S("br.eq s8, 1, {target}")], [vadds(20480, 4096), store(20480, off=4096)])]
     nodes = build()
     synced(nodes)
-    text = text_of(nodes)
-    after = [ln.strip() for ln in text[text.index("endfor"):].splitlines()]
+    after = lines_from(nodes, "endfor")
     assert after == [
         "endfor", "mov s8, n", "br.eq s8, 0, else1",
         "wait_flag MTE2, V, 7", "vadds.f32 ub[16384], ub[0], 1.0, 1024", "set_flag V, MTE3, 0",
@@ -412,8 +417,7 @@ def test_a_vector_drain_one_branch_waits_for_is_set_again_there():
                 load(0, off=1024), vadds(12288, 0), store(12288, off=2048)]
     nodes = build()
     synced(nodes)
-    text = text_of(nodes)
-    after = [ln.strip() for ln in text[text.index("endfor"):].splitlines()]
+    after = lines_from(nodes, "endfor")
     assert after[:7] == ["endfor", "mov s8, n", "br.eq s8, 0, endif2", "wait_flag V, MTE2, 7", "set_flag V, MTE2, 7",
                          "mov.gm.ub ub[0], x[0], 1, 4096, 0, 0", "set_flag MTE2, V, 0"], after
     end = after.index("endif2:")
@@ -440,8 +444,7 @@ def test_a_vector_drain_one_branch_leaves_pending_is_set_at_the_other_branch_s_e
                 load(0, off=12288), vadds(16384, 0), store(16384, off=12288)]
     nodes = build()
     synced(nodes)
-    text = text_of(nodes)
-    tail = [ln.strip() for ln in text[text.index("endfor"):].splitlines()]
+    tail = lines_from(nodes, "endfor")
     assert tail[:6] == ["endfor", "wait_flag MTE3, V, 7", "jmp endif2", "else1:", "set_flag V, MTE2, 7",
                         "endif2:"], tail
     assert tail[6] == "mov.gm.ub ub[8192], x[8192], 1, 4096, 0, 0", tail
