@@ -11,16 +11,20 @@ import gc
 import os
 from dataclasses import dataclass, field
 
+from numpy import may_share_memory
+
 from tritonpu.codegen.asmlist import Instr, Loop, panel_reserved, render
 from tritonpu.codegen.emit import Emitter
 from tritonpu.codegen.homes import REUSE_LOADED, SCALED_IN_L0C
 from tritonpu.codegen.l0c_ring import ring_l0c
 from tritonpu.codegen.sync import insert_sync
 from tritonpu.errors import CompilationError, ExecutionError, LaunchError
+from tritonpu.isa.machines import machine as get_machine
 from tritonpu.ir import parse_function
 from tritonpu.passes import PassManager
 from tritonpu.passes.buffer_planning import EARLY_STARTS, REUSE_FIRST, TRIAL_AFTER_CLEANUP
 from tritonpu.passes.manager import PassError
+from tritonpu.passes.persistent import GRID_ARGS
 from tritonpu.passes.specialize import launch_values
 
 # The passes the NPU path runs, in order (each is a file in tritonpu/passes/).
@@ -230,22 +234,33 @@ def _share_memory(kernel, arrays) -> bool:
     compiler may not take a store through one for a store that leaves the other's data alone).
     Inputs passed twice (``add(x, x)``) are no concern."""
     written = written_args(kernel)
-    spans = [(a.__array_interface__["data"][0], a.nbytes, p.name) for p, a in zip(kernel.fn.args, arrays)
-             if p.type.is_ptr and a.nbytes]
-    for i, (lo, n, name) in enumerate(spans):
-        if written is not None and name not in written:
-            continue
-        if any(lo < lo2 + n2 and lo2 < lo + n for j, (lo2, n2, _) in enumerate(spans) if j != i):
-            return True
-    return False
+    ptrs = [(a, written is None or p.name in written) for p, a in zip(kernel.fn.args, arrays)
+            if p.type.is_ptr and a.nbytes]
+    # (the arrays are contiguous spans, gm_span: bounds that overlap are shared bytes)
+    return any((w or w2) and may_share_memory(a, a2)
+               for i, (a, w) in enumerate(ptrs) for a2, w2 in ptrs[i + 1:])
+
+
+def _artifact_key(options: dict, may_alias: bool) -> tuple:
+    """The key of a compilation: its pass pipeline, codegen stages and aliasing (found once per
+    choice of the options that decide them)."""
+    choice = (tuple(options.get("disable_passes") or ()), options.get("double_buffer") is False,
+              os.environ.get("TRITONPU_DOUBLE_BUFFER") == "0", bool(may_alias))
+    key = _ARTIFACT_KEYS.get(choice)
+    if key is None:
+        key = _ARTIFACT_KEYS[choice] = ("npu",) + tuple(pipeline_for(options)) + \
+            tuple(codegen_passes_for(options)) + (("may-alias",) if may_alias else ())
+    return key
+
+
+_ARTIFACT_KEYS: dict = {}
 
 
 def artifact(kernel, options: dict, scalars: dict, may_alias: bool = False) -> NpuKernel:
     """``kernel`` compiled for the NPU with these options and scalar arguments — made once and kept
     on the kernel: compilations per pass pipeline (and aliasing), several when they assumed
     argument values (see :class:`NpuKernel.accepts`)."""
-    key = ("npu",) + tuple(pipeline_for(options)) + tuple(codegen_passes_for(options)) + \
-        (("may-alias",) if may_alias else ())
+    key = _artifact_key(options, may_alias)
     arts = kernel.backend_artifacts.setdefault(key, [])
     art = next((a for a in arts if a.accepts(scalars)), None)
     if art is None:
@@ -260,23 +275,23 @@ def launch_npu(kernel, arrays, grid, options) -> object:
     scalars = {p.name: a for p, a in zip(kernel.fn.args, arrays) if not p.type.is_ptr}
     art = artifact(kernel, options, scalars, _share_memory(kernel, arrays))
     # h.asm shows the stages of the launch that ran last (a new dict, replaced at once: launches on
-    # other threads may be reading the old one)
-    stages = {*NPU_PIPELINE, "isa"}
-    asm = {k: v for k, v in list(kernel.asm.items()) if k not in stages or k in art.asm}
-    asm.update(art.asm)
-    kernel.asm = asm
+    # other threads may be reading the old one) -- made again unless the last launch ran this one
+    if art.__dict__.get("_asm_shown") is not kernel.asm:
+        stages = {*NPU_PIPELINE, "isa"}
+        asm = {k: v for k, v in list(kernel.asm.items()) if k not in stages or k in art.asm}
+        asm.update(art.asm)
+        kernel.asm = art.__dict__["_asm_shown"] = asm
     prog = art.program
-    args = {}
-    for p, a in zip(kernel.fn.args, arrays):
-        name = p.name if prog.param(p.name) is not None else f"arg_{p.name}"
-        args[name] = a
+    names = art.__dict__.get("_arg_names")     # the program's name of each kernel argument
+    if names is None or names[0] is not kernel.fn:
+        names = art.__dict__["_arg_names"] = (kernel.fn, [p.name if prog.param(p.name) is not None
+                                                          else f"arg_{p.name}" for p in kernel.fn.args])
+    args = dict(zip(names[1], arrays))
     if art.zeros_bytes:
         from tritonpu.codegen.emit_memory import ZEROS
         args[ZEROS] = _zeros(art.zeros_bytes)
     user_grid = tuple(grid)
     if art.persistent:       # one program per core, looping over the user's programs
-        from tritonpu.isa.machines import machine as get_machine
-        from tritonpu.passes.persistent import GRID_ARGS
         for name, g in zip(GRID_ARGS, user_grid):
             args[name] = g
         ncores = options.get("cores") or get_machine("ascend910b").cores

@@ -29,6 +29,7 @@ import numpy as np
 
 from tritonpu.dtypes import SCALARS, from_numpy
 from tritonpu.isa import machine as get_machine
+from tritonpu.profile.progress import Deferred
 
 from . import gmmaps, translate
 from .errors import LaunchError, NpuError
@@ -114,8 +115,10 @@ def _remember(prog, key) -> None:
 
 
 def bind(st, prog, args, base_dir=None):
-    names = {p.name for p in prog.params}
-    extra = set(args) - names
+    names = prog.__dict__.get("_param_names")
+    if names is None:
+        names = prog.__dict__["_param_names"] = frozenset(p.name for p in prog.params)
+    extra = args.keys() - names
     if extra:
         raise LaunchError(f"unknown argument(s) {sorted(extra)}; parameters: "
                           f"{[p.name for p in prog.params]}")
@@ -143,7 +146,6 @@ def bind(st, prog, args, base_dir=None):
             st.gm_seen[p.name] = np.zeros(u8.size // line + 2, np.bool_)
             st.gm_read[p.name] = gmmaps.new(u8.size)
             st.gm_written[p.name] = gmmaps.new(u8.size)
-            arrays[p.name] = a
         else:
             if x is None:
                 x = p.init
@@ -152,9 +154,11 @@ def bind(st, prog, args, base_dir=None):
             if isinstance(x, np.ndarray):
                 x = x.item()
             st.scalar_args[p.slot] = to_type(x, SCALARS[p.dtype].np)
-    sizes = {name: u8.size for name, u8 in st.gm.items()}
-    st.gm_races = GmRaces(sizes, {n: a.dtype.itemsize for n, a in arrays.items()}) \
-        if st.sanitize and sum(sizes.values()) <= GM_RACE_LIMIT else None
+    st.gm_races = None
+    if st.sanitize:
+        sizes = {name: u8.size for name, u8 in st.gm.items()}
+        if sum(sizes.values()) <= GM_RACE_LIMIT:
+            st.gm_races = GmRaces(sizes, {n: a.dtype.itemsize for n, a in arrays.items()})
     return arrays
 
 
@@ -242,7 +246,6 @@ def _launch(prog, args, grid, machine, sanitize, trace, cores, max_steps, base_d
         runners = _runners(states, fnss, prog, engine)
         for c in states:
             c.grid, c.nprog = grid, nprog
-        from tritonpu.profile.progress import Deferred
         bar = Deferred(used, f"simulating {prog.name} (cores done)")
         try:
             with np.errstate(all="ignore"):

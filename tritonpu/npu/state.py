@@ -56,6 +56,7 @@ class State:
         self.gm_read = {}       # param -> bytes read, a bit per byte (gmmaps; the roofline)
         self.gm_written = {}
         self.R = [0] * prog.nslots
+        self._zero_regs = (0,) * prog.nslots
         self.scalar_args = {}
         self.trace = [] if trace else None
         self.records = Records() if trace else None
@@ -94,9 +95,10 @@ class State:
             self.trace, self.records = [], Records()     # (the launch shares them between cores again)
         for cell in self.loops.values():     # in place: the decoded loops (both engines) hold them
             cell[:] = [0, 1]
-        for cache in self.operand_caches:   # a relaunch checks its operands' addresses again,
-            cache.clear()                   # which records the on-chip high-water marks
-        self.reset_core(0)
+        if self.records is not None:        # a traced relaunch checks its operands' addresses
+            for cache in self.operand_caches:   # again, which records the on-chip high-water marks
+                cache.clear()
+        self.reset_core(0)              # (the launch orders the cores by their clocks before they start)
 
     # ---- per core / per program ----------------------------------------------------------------
     def reset_core(self, core):
@@ -132,8 +134,7 @@ class State:
         self.pid, self.block = pid, block
         self.gpid = pid             # the grid program it runs (set_program changes it in a persistent loop)
         R = self.R
-        for i in range(len(R)):
-            R[i] = 0
+        R[:] = self._zero_regs          # (in place: the decoded instructions hold R)
         for slot, v in self.scalar_args.items():
             R[slot] = v
 
@@ -294,7 +295,7 @@ def vec_operand(st, inst, mem, dt, pipe, write, default_rs=None):
     cs_g = getter(mem.strides[1], R) if len(mem.strides) > 1 else None
     race = st.race
     cache = {}
-    st.operand_caches.append(cache)     # cleared per launch: each launch checks (and records) anew
+    st.operand_caches.append(cache)     # cleared per traced launch: it checks (and records) anew
     cap = st.m.capacity[space]
 
     def get(rows, cols):
