@@ -106,3 +106,30 @@ def test_arguments_that_share_memory_are_found_whichever_is_written():
     assert _share_memory(kernel, [buf[:64], buf[32:96], 64]) is True        # y overlaps x's end
     assert _share_memory(kernel, [buf[32:96], buf[:64], 64]) is True        # y overlaps x's start
     assert _share_memory(kernel, [buf[:64], buf[:0], 64]) is False          # an empty array
+
+
+@pytest.mark.parametrize("options, env, skipped", [
+    ({}, None, ()),
+    ({"double_buffer": False}, None, ("double-buffer",)),
+    ({}, "0", ("double-buffer",)),
+    ({"disable_passes": ("l0c-ring", "hoist")}, None, ("l0c-ring", "hoist")),
+])
+def test_the_compilation_key_names_the_stages_that_run(monkeypatch, options, env, skipped):
+    from tritonpu.codegen.pipeline import CODEGEN_PASSES, NPU_PIPELINE, _artifact_key
+    if env is None:
+        monkeypatch.delenv("TRITONPU_DOUBLE_BUFFER", raising=False)
+    else:
+        monkeypatch.setenv("TRITONPU_DOUBLE_BUFFER", env)
+    want = ("npu",) + tuple(p for p in (*NPU_PIPELINE, *CODEGEN_PASSES) if p not in skipped)
+    assert _artifact_key(options, False) == want
+    assert _artifact_key(options, True) == want + ("may-alias",)
+
+
+def test_a_launch_after_the_double_buffer_variable_changes_compiles_without_the_pass(monkeypatch):
+    x = np.arange(64, dtype=np.float32)
+    y = np.empty_like(x)
+    monkeypatch.delenv("TRITONPU_DOUBLE_BUFFER", raising=False)
+    assert "double-buffer" in _scaled_copy[(1,)](x, y, 64, sanitize=False).asm
+    monkeypatch.setenv("TRITONPU_DOUBLE_BUFFER", "0")
+    assert "double-buffer" not in _scaled_copy[(1,)](x, y, 64, sanitize=False).asm
+    np.testing.assert_array_equal(y, x * 2.0)

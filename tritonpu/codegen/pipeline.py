@@ -62,17 +62,25 @@ class NpuKernel:
         return ok
 
 
-def pipeline_for(options: dict | None = None) -> list[str]:
+def _skipped(options: dict | None) -> frozenset:
+    """The optional stages these options leave out -- everything in the options (and environment)
+    that decides which stages run: ``pipeline_for``, ``codegen_passes_for`` and the compilation
+    key all read it from here, so they cannot disagree."""
     options = options or {}
     skip = set(options.get("disable_passes") or ())
     if options.get("double_buffer") is False or os.environ.get("TRITONPU_DOUBLE_BUFFER") == "0":
         skip.add("double-buffer")
+    return frozenset(skip)
+
+
+def pipeline_for(options: dict | None = None) -> list[str]:
+    skip = _skipped(options)
     return [p for p in NPU_PIPELINE if p not in skip]
 
 
 def codegen_passes_for(options: dict | None = None) -> list[str]:
     """The optional stages after emission that run (``CODEGEN_PASSES`` less those disabled)."""
-    skip = set((options or {}).get("disable_passes") or ())
+    skip = _skipped(options)
     return [p for p in CODEGEN_PASSES if p not in skip]
 
 
@@ -243,9 +251,8 @@ def _share_memory(kernel, arrays) -> bool:
 
 def _artifact_key(options: dict, may_alias: bool) -> tuple:
     """The key of a compilation: its pass pipeline, codegen stages and aliasing (found once per
-    choice of the options that decide them)."""
-    choice = (tuple(options.get("disable_passes") or ()), options.get("double_buffer") is False,
-              os.environ.get("TRITONPU_DOUBLE_BUFFER") == "0", bool(may_alias))
+    set of skipped stages)."""
+    choice = (_skipped(options), bool(may_alias))
     key = _ARTIFACT_KEYS.get(choice)
     if key is None:
         key = _ARTIFACT_KEYS[choice] = ("npu",) + tuple(pipeline_for(options)) + \
