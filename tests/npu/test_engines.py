@@ -50,7 +50,7 @@ def test_scalar_instructions_are_written_out_and_others_call_their_closure():
     assert "end, step = loop1" in src                          # endfor: the cell its for fills
     assert "r = F[1]()" in src                                 # for: its closure (bound checks)
     # the transfer (ub -> gm, whole segments): written out, its closure only when the test fails
-    assert "mark_range(WRITTEN[" in src and "dbuf[da:da + seg] = sbuf[sa:sa + seg]" in src
+    assert ".add(da, da + seg)" in src and "dbuf[da:da + seg] = sbuf[sa:sa + seg]" in src
     assert "    F[12]()\n" in src and "r = F[12]()" not in src
     san = _source(LOOP, sanitize=True)      # with the sanitizer: its records made in line too
     assert "race.access(" in san and "GMR.access(st, " in san and "r = F[12]()" not in san

@@ -1,5 +1,6 @@
-"""The maps of GM bytes read/written (roofline): exact against a byte-per-byte reference, and a
-launch allocates no copy of its arguments (peak memory well within 1.5x of their bytes)."""
+"""The maps of GM bytes read/written (roofline): exact against a byte-per-byte reference (marked at
+once, or kept by a ByteMap and marked merged), and a launch allocates no copy of its arguments
+(peak memory well within 1.5x of their bytes)."""
 import tracemalloc
 
 import numpy as np
@@ -37,6 +38,63 @@ def test_maps_count_exactly_the_distinct_bytes(seed):
             for s in starts:
                 ref[s:s + length] = True
         assert gmmaps.count(m) == int(ref.sum())
+
+
+def _random_marks(rng, n, count):
+    """(kind, args) of random spans, segment groups and rows within ``n`` bytes, and the bytes each marks."""
+    for _ in range(count):
+        kind = int(rng.integers(3))
+        if kind == 0:
+            lo = int(rng.integers(0, n))
+            hi = int(rng.integers(lo - 3, n + 1))           # (some empty: hi <= lo)
+            yield "add", (lo, hi), [(lo, hi)]
+        elif kind == 1:
+            length = int(rng.integers(0, 20))
+            stride = int(rng.integers(max(length, 1), 40))
+            nseg = int(rng.integers(1, 6))
+            start = int(rng.integers(0, n - (nseg - 1) * stride - length + 1))
+            yield "add_segments", (start, nseg, length, stride), \
+                [(start + k * stride, start + k * stride + length) for k in range(nseg)]
+        else:
+            length = int(rng.integers(1, 9))
+            starts = rng.integers(0, n - length, 4)
+            yield "add_rows", (starts, length), [(int(x), int(x) + length) for x in starts]
+
+
+@pytest.mark.parametrize("few", [0, 8])
+@pytest.mark.parametrize("flush_at", [1, 3, 1 << 16])
+@pytest.mark.parametrize("seed", range(4))
+def test_a_byte_map_counts_the_bytes_of_every_transfer_it_kept(monkeypatch, seed, flush_at, few):
+    """Touching, overlapping, nested, empty and apart spans; counted now and then (each count
+    marks what was kept), flushed every ``flush_at`` transfers of a kind, merged unless there are
+    at most ``few``."""
+    monkeypatch.setattr(gmmaps, "FLUSH_AT", flush_at)
+    monkeypatch.setattr(gmmaps, "FEW", few)
+    rng = np.random.default_rng(seed)
+    n = 1001
+    ref = np.zeros(n, bool)
+    m = gmmaps.ByteMap(n)
+    for k, (kind, args, spans) in enumerate(_random_marks(rng, n, 200)):
+        getattr(m, kind)(*args)
+        for lo, hi in spans:
+            ref[lo:max(lo, hi)] = True
+        if k % 37 == 0 or k == 199:
+            assert m.count() == int(ref.sum())
+    assert np.array_equal(np.unpackbits(m.bits, bitorder="little")[:n].astype(bool), ref)
+
+
+def test_adjacent_blocks_merge_into_one_range_before_they_are_marked(monkeypatch):
+    marked = []
+    monkeypatch.setattr(gmmaps, "mark_range", lambda m, lo, hi: marked.append((lo, hi)))
+    monkeypatch.setattr(gmmaps, "FEW", 0)
+    m = gmmaps.ByteMap(1 << 20)
+    for lo in range(1 << 16, 0, -4096):                  # (out of order)
+        m.add(lo - 4096, lo)
+    m.add(100, 50)                                       # (empty)
+    m.add_segments(1 << 17, 4, 256, 512)
+    m.add_segments((1 << 17) + 256, 4, 256, 512)         # the gaps of the group before
+    m.count()
+    assert marked == [(0, 1 << 16), (1 << 17, (1 << 17) + 2048)]
 
 
 def test_a_launch_allocates_no_copy_of_its_arguments(monkeypatch):

@@ -144,8 +144,8 @@ def bind(st, prog, args, base_dir=None):
             u8 = a.reshape(-1).view(np.uint8)
             st.gm[p.name] = u8
             st.gm_seen[p.name] = np.zeros(u8.size // line + 2, np.bool_)
-            st.gm_read[p.name] = gmmaps.new(u8.size)
-            st.gm_written[p.name] = gmmaps.new(u8.size)
+            st.gm_read[p.name] = gmmaps.ByteMap(u8.size)
+            st.gm_written[p.name] = gmmaps.ByteMap(u8.size)
         else:
             if x is None:
                 x = p.init

@@ -11,7 +11,7 @@ import numpy as np
 
 from tritonpu.dtypes import BITS_ORDERED, bits_atomic, bits_atomic_at
 
-from . import cycles, gmmaps
+from . import cycles
 from .errors import LaunchError, MisalignedError
 from .gm_races import ATOMIC, PLAIN
 from .ops_scalar import np_scalar
@@ -215,14 +215,14 @@ def _xfer(st, inst, prog):
                 cold = warm = 0
             elif nseg == 1:
                 cold, warm = cycles.l2_read_range(gm_seen[sname], sa, sa + rl, beat, lpl)
-                gmmaps.mark_range(gm_read[sname], sa, sa + rl)
+                gm_read[sname].add(sa, sa + rl)
                 if st.gm_races is not None:
                     st.gm_races.access(st, sname, False, PLAIN, inst, sa, sa + rl)
             else:
                 starts = sa + np.arange(nseg, dtype=np.int64) * ss
                 gran, _, segs = cycles.granules(starts, rl, beat)
                 cold, warm = cycles.l2_read(gm_seen[sname], gran, segs, lpl)
-                gmmaps.mark_segments(gm_read[sname], sa, nseg, rl, ss)
+                gm_read[sname].add_segments(sa, nseg, rl, ss)
                 if st.gm_races is not None:
                     st.gm_races.access(st, sname, False, PLAIN, inst, sa, length=rl, nseg=nseg, stride=ss)
             cost = cycles.read_transfer(m, path, cold, warm)
@@ -232,13 +232,13 @@ def _xfer(st, inst, prog):
         elif dgm:
             if nseg == 1:
                 beats = (da + dl - 1) // beat - da // beat + 1
-                gmmaps.mark_range(gm_written[dname], da, da + dl)
+                gm_written[dname].add(da, da + dl)
                 if st.gm_races is not None:
                     st.gm_races.access(st, dname, True, ATOMIC if atomic else PLAIN, inst, da, da + dl)
             else:
                 starts = da + np.arange(nseg, dtype=np.int64) * ds
                 _, beats, _ = cycles.granules(starts, dl, beat)
-                gmmaps.mark_segments(gm_written[dname], da, nseg, dl, ds)
+                gm_written[dname].add_segments(da, nseg, dl, ds)
                 if st.gm_races is not None:
                     st.gm_races.access(st, dname, True, ATOMIC if atomic else PLAIN, inst, da, length=dl, nseg=nseg,
                                        stride=ds)
@@ -353,7 +353,7 @@ def _gather(st, inst, prog):
                 eb = et.itemsize
                 tv = _view(ubuf, et, (n, full // eb), ua, (us, eb))
                 tv[~sel] = np_scalar(pad(), et)
-        gmmaps.mark_rows(bmaps[gname], starts, rb)
+        bmaps[gname].add_rows(starts, rb)
         if st.gm_races is not None:
             st.gm_races.access(st, gname, scatter, ATOMIC if atomic else PLAIN, inst, starts=starts, length=rb)
         if rb == 0:                             # nothing read (valid=0): the fill costs nothing
@@ -437,7 +437,7 @@ def _gather_segments(st, inst, gname, umem, g_g, g_u, g_n, g_rb, g_rs, g_us, gid
                 if at.size:
                     ubuf[at] = np.resize(pv, at.size)
         flat = starts.ravel()
-        gmmaps.mark_rows(gm_read[gname], flat, rb)
+        gm_read[gname].add_rows(flat, rb)
         if st.gm_races is not None:
             st.gm_races.access(st, gname, False, PLAIN, inst, starts=flat, length=rb)
         if rb == 0 or flat.size == 0:

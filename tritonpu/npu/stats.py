@@ -21,8 +21,6 @@ from dataclasses import dataclass, field
 
 from tritonpu.isa import PIPE_STAT_NAMES, PIPES
 
-from . import gmmaps
-
 _ORDER = ["scalar", "mte2", "mte1", "cube", "fix", "vector", "mte3"]
 
 
@@ -81,8 +79,8 @@ class Stats:
             by_pipe[PIPE_STAT_NAMES[PIPES.index(m.paths[path].pipe)]] += b
         # distinct bytes the kernel reads: not the compiler's own parameters (`__zeros`, the zero row
         # padded L1 tiles copy; names starting with __), whose transfers bytes_by_path still counts
-        rd = sum(gmmaps.count(x) for name, x in st.gm_read.items() if not name.startswith("__"))
-        wr = sum(gmmaps.count(x) for x in st.gm_written.values())
+        rd = sum(x.count() for name, x in st.gm_read.items() if not name.startswith("__"))
+        wr = sum(x.count() for x in st.gm_written.values())
         # GM is written by MTE3 from UB, or by FIX straight from L0C: the faster FIX when the
         # launch did cube work (a dot's result may leave that way), MTE3 otherwise
         writer = "l0c->gm" if st.macs else "ub->gm"

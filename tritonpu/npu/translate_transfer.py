@@ -17,7 +17,7 @@ import math
 
 import numpy as np
 
-from . import cycles, gmmaps
+from . import cycles
 from .gm_races import PLAIN
 from .ops_transfer import MAX_TRANSFER_BYTES, U8, _view
 from .state import PIPE_INDEX
@@ -25,7 +25,7 @@ from .translate import translator
 
 # the functions generated code calls, by the names it calls them
 RUNTIME = {"PLAIN": PLAIN, "l2_read_range": cycles.l2_read_range, "l2_read": cycles.l2_read, "granules": cycles.granules,
-           "mark_range": gmmaps.mark_range, "mark_segments": gmmaps.mark_segments, "view": _view, "U8": U8,
+           "view": _view, "U8": U8,
            "MAX_TRANSFER_BYTES": MAX_TRANSFER_BYTES, "ceil": math.ceil, "arange": np.arange, "int64": np.int64}
 
 _PLAIN_OPTS = {"valid"}         # options the common case may have (pad only matters when valid < seg)
@@ -111,17 +111,17 @@ def _xfer(inst, E):
         rate = f"cold * {beat} / {m.ddr_bytes_per_cycle!r} + warm * {beat} / {m.l2_bytes_per_cycle!r}"
         body += gm_side(smem.param, "sa", "ss", False,
                         lambda n: [f"cold, warm = l2_read_range(SEEN[{n}], sa, sa + seg, {beat}, {lpl})",
-                                   f"mark_range(READ[{n}], sa, sa + seg)"],
+                                   f"READ[{n}].add(sa, sa + seg)"],
                         lambda n: [f"gran, _, segs = granules(sa + arange(nseg, dtype=int64) * ss, seg, {beat})",
                                    f"cold, warm = l2_read(SEEN[{n}], gran, segs, {lpl})",
-                                   f"mark_segments(READ[{n}], sa, nseg, seg, ss)"],
+                                   f"READ[{n}].add_segments(sa, nseg, seg, ss)"],
                         f"cost = {lat} + ceil({rate} - 1e-9)")
     elif dgm:
         body += gm_side(dmem.param, "da", "ds", True,
                         lambda n: [f"beats = (da + seg - 1) // {beat} - da // {beat} + 1",
-                                   f"mark_range(WRITTEN[{n}], da, da + seg)"],
+                                   f"WRITTEN[{n}].add(da, da + seg)"],
                         lambda n: [f"_, beats, _ = granules(da + arange(nseg, dtype=int64) * ds, seg, {beat})",
-                                   f"mark_segments(WRITTEN[{n}], da, nseg, seg, ds)"],
+                                   f"WRITTEN[{n}].add_segments(da, nseg, seg, ds)"],
                         f"cost = {lat} + ceil(beats * {beat} / {p.bytes_per_cycle!r} - 1e-9)")
     else:
         body += [f"cost = {lat} + ceil((nseg * -(-seg // {beat})) * {beat} / {p.bytes_per_cycle!r} - 1e-9)"]
