@@ -458,6 +458,40 @@ def test_a_vector_drain_one_branch_leaves_pending_is_set_at_the_other_branch_s_e
     assert_races(build)
 
 
+def test_a_pair_set_before_a_drain_is_waited_for_takes_another_id():
+    """After a loop with two carried pairs MTE2 -> V (ids 2 and 1 of 3), the first reader after it
+    reads the loop's last tile and so waits for drain 2 there; the loads after the loop are read
+    later, each by a pair set right after its load -- before that drain's wait, so not id 2 (it
+    took id 2 once the drain's wait was placed: the flag was set twice, a FlagError at run time)."""
+    def build():
+        body = [vadds(16384, 0), vadds(20480, 4096), store(16384), store(20480, off=4096),
+                S("mul s1, s0, 4096"), load(0, off="s1"), load(4096, off="s1")]
+        return [load(0), load(4096, off=4096), loop("s0", "n", body),
+                load(8192, off=0), load(12288, off=4096),
+                vadds(24576, 0), vadds(28672, 8192), vadds(32768, 12288),
+                store(24576), store(28672, off=4096), store(32768, off=8192)]
+    assert_races(build)
+    nodes = build()
+    rep = synced(nodes, max_events=3)
+    assert rep.events_used[("MTE2", "V")] <= 3
+    after = lines_from(nodes, "endfor")
+    pending = set()
+    for ln in after:                    # no flag set again while it is pending
+        if ln.startswith(("set_flag", "wait_flag")):
+            flag = ln.split(None, 1)[1]
+            if ln.startswith("set_flag"):
+                assert flag not in pending, (ln, after)
+                pending.add(flag)
+            else:
+                pending.discard(flag)
+    for n in (0, 1, 3):                 # (offsets in bytes: a tile is 1024 floats)
+        x, y = run(nodes, n=n)
+        last = max(n - 1, 0) * 1024     # the tile the loop's last trip loaded into ub[0]
+        np.testing.assert_array_equal(y[:1024], x[last:last + 1024] + 1)
+        np.testing.assert_array_equal(y[1024:2048], x[:1024] + 1)
+        np.testing.assert_array_equal(y[2048:3072], x[1024:2048] + 1)
+
+
 def test_a_drain_does_not_order_what_is_issued_again_after_its_loop():
     """The drain of the inner loop's V -> MTE2 pair orders MTE2 after what V had done at its last
     set -- including the previous outer trip's vadds into ub[8192], but not the vadds this trip

@@ -201,6 +201,9 @@ class Segment:
         start, end = (k, 1, self.tick + 1), (i, 0, self.tick + 2)
         used = {e for e, a, b in self.busy.get((src, dst), ()) if not (b < start or end < a)}
         used |= self.p.held(src, dst)
+        # a drain of the pair waited for in this run after position k is still pending at k (it
+        # left ``pending`` when its wait was placed, before this pair's consumer)
+        used |= {e for (a, b, e), w in self.drained.items() if (a, b) == (src, dst) and w > k}
         return next((e for e in range(self.p.max_events) if e not in used), None)
 
     def _apply(self, plan, dst: str, i: int):
