@@ -435,3 +435,21 @@ def test_a_trip_count_from_the_program_id_is_checked_per_program(cores):
             assert "panel_fill" in h.asm["panel-reuse"] and '{pred = "le"}' in h.asm["panel-reuse"]
     np.testing.assert_allclose(out[False], ref, atol=1e-2, rtol=1e-3)
     assert out[False].tobytes() == out[True].tobytes()
+
+
+@pytest.mark.parametrize("M, N, K", [(1, 64, 513), (48, 32, 256)])
+def test_the_tutorial_at_16x16x16_compiles_with_fewer_buffers_when_the_registers_run_out(M, N, K):
+    """At 16 x 16 x 16 the K loop's trips are short, so double buffering keeps 16 trips' loads in
+    flight -- their addresses and extents, in each of the panel's versions of the loop, outnumbered
+    the 64 scalar registers ("out of scalar registers" at the load's line).  The kernel is compiled
+    again keeping half as many trips ahead, with a note, and is right."""
+    rng = np.random.default_rng(K)
+    a = (rng.random((M, K)) - 0.5).astype(np.float16)
+    b = (rng.random((K, N)) - 0.5).astype(np.float16)
+    c = np.empty((M, N), np.float16)
+    grid = (-(-M // 16) * -(-N // 16),)
+    h = tutorial_matmul[grid](a, b, c, M, N, K, K, 1, N, 1, N, 1, BLOCK_SIZE_M=16, BLOCK_SIZE_N=16,
+                              BLOCK_SIZE_K=16, GROUP_SIZE_M=8)
+    assert h.stats.notes == ["pipelined loops keep at most 8 buffers per load: out of scalar registers with 16"]
+    ref = a.astype(np.float32) @ b.astype(np.float32)
+    np.testing.assert_allclose(c.astype(np.float32), ref, atol=2e-2, rtol=1e-2)

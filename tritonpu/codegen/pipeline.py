@@ -7,6 +7,7 @@ frontend IR and returns every stage's text (``asm[stage]``) and the assembled pr
 """
 from __future__ import annotations
 
+import contextvars
 import gc
 import os
 from dataclasses import dataclass, field
@@ -33,6 +34,9 @@ NPU_PIPELINE = ["canonicalize", "memory-analysis", "cse", "trip-extents", "fusio
                 "versioning", "hoist", "stagger", "panel-reuse", "double-buffer", "cleanup", "buffer-planning"]
 # The optional stages after ISA emission (each a file in tritonpu/codegen/), before sync insertion.
 CODEGEN_PASSES = ("l0c-ring",)
+# A cap on a pipelined loop's buffers per load, while compiling again because the scalar registers
+# ran out (see _with_fewer_registers); None: the passes choose.
+REGISTER_STAGES = contextvars.ContextVar("register_stages", default=None)
 # Passes a user may switch off (results must not change; tests check it).
 OPTIONAL_PASSES = ("canonicalize", "memory-analysis", "cse", "trip-extents", "fusion", "unswitch", "persistent", "versioning", "hoist",
                    "stagger", "panel-reuse", "double-buffer") + CODEGEN_PASSES
@@ -104,6 +108,8 @@ def _compile_npu(ir_text: str, options, print_after) -> NpuKernel:
     fn = parse_function(ir_text)
     if (options or {}).get("may_alias"):
         fn.attrs["may_alias"] = True      # the launch's arrays share memory: see passes/cse.py
+    if REGISTER_STAGES.get() is not None:  # (a compile again after the scalar registers ran out)
+        fn.attrs["pipeline_stages"] = min(fn.attrs.get("pipeline_stages", REGISTER_STAGES.get()), REGISTER_STAGES.get())
     pm = PassManager(pipeline_for(options), print_after=print_after)
     pm.print_after = set(pm.pipeline)          # keep every stage for h.asm
     out = NpuKernel()
@@ -169,6 +175,8 @@ def _compile_npu(ir_text: str, options, print_after) -> NpuKernel:
         # the second buffers (an L1 panel), the kernel compiles without them rather than not at all.
         if " of L1" in e.message and any(op.name == "panel_fill" for op in fn.walk()):
             return _without_panels(ir_text, options, print_after, e)
+        if "scalar registers" in e.message:
+            return _with_fewer_registers(fn, ir_text, options, print_after, e)
         if "Unified Buffer" not in e.message:
             raise
         if any(op.attrs.get("stagger") == "on" for op in fn.walk()):
@@ -219,6 +227,32 @@ def _without_panels(ir_text, options, print_after, e) -> NpuKernel:
     retry = _compile_npu(ir_text, {**(options or {}), "disable_passes": skip}, print_after)
     retry.notes.insert(0, f"L1 panels left out: {e.message.split(';')[0]}")
     return retry
+
+
+def _with_fewer_registers(fn, ir_text, options, print_after, e) -> NpuKernel:
+    """The kernel compiled again when its scalar values outnumber the registers: a pipelined loop
+    keeps the addresses and extents of every trip it loads ahead live, and an L1 panel gives its
+    K loop several versions.  Fewer trips ahead first (half as many), then no panels, then no
+    double buffering -- each with a note; the error stands when none of them is left to try."""
+    stages = [int(str(op.attrs["double_buffer"]).split(": ")[1].split()[0]) if ": " in str(op.attrs["double_buffer"])
+              else 2 for op in fn.walk() if str(op.attrs.get("double_buffer", "")).startswith("on")]
+    why = e.message.split(";")[0]
+    if stages and max(stages) > 2:
+        cap = max(2, max(stages) // 2)
+        token = REGISTER_STAGES.set(cap)
+        try:
+            retry = _compile_npu(ir_text, options, print_after)
+        finally:
+            REGISTER_STAGES.reset(token)
+        retry.notes.insert(0, f"pipelined loops keep at most {cap} buffers per load: {why} with {max(stages)}")
+        return retry
+    if any(op.name == "panel_fill" for op in fn.walk()):
+        return _without_panels(ir_text, options, print_after, e)
+    if stages:
+        retry = _compile_npu(ir_text, {**(options or {}), "double_buffer": False}, print_after)
+        retry.notes.insert(0, f"double buffering left out: {why} with two buffers per load")
+        return retry
+    raise e
 
 
 def _double_buffered(fn) -> bool:
