@@ -108,8 +108,9 @@ def _compile_npu(ir_text: str, options, print_after) -> NpuKernel:
     fn = parse_function(ir_text)
     if (options or {}).get("may_alias"):
         fn.attrs["may_alias"] = True      # the launch's arrays share memory: see passes/cse.py
-    if REGISTER_STAGES.get() is not None:  # (a compile again after the scalar registers ran out)
-        fn.attrs["pipeline_stages"] = min(fn.attrs.get("pipeline_stages", REGISTER_STAGES.get()), REGISTER_STAGES.get())
+    cap = REGISTER_STAGES.get()
+    if cap is not None:                    # (a compile again after the scalar registers ran out)
+        fn.attrs["pipeline_stages"] = min(fn.attrs.get("pipeline_stages", cap), cap)
     pm = PassManager(pipeline_for(options), print_after=print_after)
     pm.print_after = set(pm.pipeline)          # keep every stage for h.asm
     out = NpuKernel()
@@ -234,8 +235,7 @@ def _with_fewer_registers(fn, ir_text, options, print_after, e) -> NpuKernel:
     keeps the addresses and extents of every trip it loads ahead live, and an L1 panel gives its
     K loop several versions.  Fewer trips ahead first (half as many), then no panels, then no
     double buffering -- each with a note; the error stands when none of them is left to try."""
-    stages = [int(str(op.attrs["double_buffer"]).split(": ")[1].split()[0]) if ": " in str(op.attrs["double_buffer"])
-              else 2 for op in fn.walk() if str(op.attrs.get("double_buffer", "")).startswith("on")]
+    stages = [n for op in fn.walk() if (n := _buffers_per_load(op))]
     why = e.message.split(";")[0]
     if stages and max(stages) > 2:
         cap = max(2, max(stages) // 2)
@@ -253,6 +253,15 @@ def _with_fewer_registers(fn, ir_text, options, print_after, e) -> NpuKernel:
         retry.notes.insert(0, f"double buffering left out: {why} with two buffers per load")
         return retry
     raise e
+
+
+def _buffers_per_load(op) -> int:
+    """How many buffers per load a pipelined loop got (``{double_buffer = "on"}``: 2, ``"on: N
+    buffers"``: N); 0 for any other op."""
+    mark = str(op.attrs.get("double_buffer", ""))
+    if not mark.startswith("on"):
+        return 0
+    return int(mark.split(": ")[1].split()[0]) if ": " in mark else 2
 
 
 def _double_buffered(fn) -> bool:
