@@ -26,7 +26,10 @@ and FIX over the programs the busiest core runs, never under the roofline; MTE2 
 program's operand bytes at the L2 rate (on the core that moves the most), less, in each program
 that shares an operand with the core's previous one (the kernel's program order tells), as much
 of that operand's K panel as fits L1 beside two buffers of each tile (panel reuse; the operand
-that saves more when both are shared) -- and ``of bound`` = tile bound / cycles;
+that saves more when both are shared); nor under the core's first program's operand bytes at the
+L2 rate (it shares nothing with an earlier one, and pipes run in order: its last product waits
+for all of them) plus the cube cycles of the core's other programs -- and ``of bound`` = tile
+bound / cycles;
 ``overlap``: the busiest pipe's busy cycles on the slowest core / cycles (1.0: that pipe never
 idles). Results are checked against numpy. Sanitizer off. ``--quick``: 1024^3 only, attention
 at 2 heads.
@@ -150,21 +153,28 @@ def matmul_tile_bound(M, N, K, bm, bn, bk, es=2, cores=24, roofline=0.0, order=N
     # operand, the one that saves more
     room = M910.capacity["l1"] - 2 * (bm + bn) * bk * es
     programs = _ceil(M, bm) * num_n
-    mte2 = 0.0
+    mte2 = first = 0.0
     for core in range(min(cores, programs)):
         loaded, prev = 0, None
         for pid in range(core, programs, cores):
             m, n = order(pid)
             shared = [min(x, room) for x, same in ((a, prev and prev[0] == m), (b, prev and prev[1] == n)) if same]
             loaded += a + b - max(shared, default=0)
+            if prev is None:
+                # a core's first program shares nothing: its operands (the rows and columns it
+                # has) come in at the L2 rate at best before its last product; the cube runs the
+                # core's other programs after that one
+                rows, cols = min(bm, M - m * bm), min(bn, N - n * bn)
+                first = max(first, (rows + cols) * K * es / M910.l2_bytes_per_cycle
+                            + (len(range(core, programs, cores)) - 1) * cube)
             prev = (m, n)
         mte2 = max(mte2, loaded / M910.l2_bytes_per_cycle)
     mte1 = (bm * bk * es / M910.paths["l1->l0a"].bytes_per_cycle
             + bk * bn * es / M910.paths["l1->l0b"].bytes_per_cycle) * trips
     fix = bm * bn * 4 / M910.paths["l0c->gm"].bytes_per_cycle
     rounds = _ceil(programs, cores)
-    core = max(rounds * cube, mte2, rounds * mte1, rounds * fix)
-    return max(roofline, core), {"cube": cube, "mte2": mte2, "mte1": mte1, "fix": fix}
+    core = max(rounds * cube, mte2, rounds * mte1, rounds * fix, first)
+    return max(roofline, core), {"cube": cube, "mte2": mte2, "mte1": mte1, "fix": fix, "first": first}
 
 
 def overlap(st) -> float:

@@ -880,6 +880,30 @@ def test_a_k_loop_of_short_trips_gets_buffers_for_the_trips_it_has(K, buffers):
         assert loop.count("set_flag MTE2, MTE1") == 6 and loop.count("mov.gm.l1") == 12, loop
 
 
+@pytest.mark.parametrize("K", [1024, 992, 160])
+def test_a_k_loop_whose_launch_gives_its_trip_count_issues_no_empty_load(K):
+    """With the trip count given by the launch (a guard), the pipelined K loop runs only the passes
+    whose prefetches all exist and its last trips (5 to 10 here, or all 5 at K = 160) are
+    straight-line code: every load executed brings a tile a dot reads -- an empty load for a trip
+    past the end would still wait for its buffer to be read, in MTE2's queue ahead of whatever
+    follows -- and the last trips' dots accumulate into the loop's L0C tile (no vector work).
+    Results are bitwise those without double buffering."""
+    rng = np.random.default_rng(K)
+    a = (rng.random((64, K)) - 0.5).astype(np.float16)
+    b = (rng.random((K, 64)) - 0.5).astype(np.float16)
+    outs = []
+    for db in (False, True):
+        outs.append(np.zeros((64, 64), np.float32))
+        h = _k_loop_dot[(2,)](a, b, outs[-1], K, N=64, BM=32, BN=64, BK=32, disable_passes=("panel-reuse",),
+                              double_buffer=db, trace=True)
+    assert re.findall(r'double_buffer = "on(?:: (\d) buffers)?"', h.asm["double-buffer"]) == ["6" if K > 160 else "4"]
+    loads = [e for e in h.stats.trace_events if e["ph"] == "X" and e["args"]["text"].startswith("mov.gm.l1")]
+    assert len(loads) == 2 * 2 * (K // 32), len(loads)       # two programs, A's and B's tile a trip
+    assert h.stats.instr_count["vector"] == 0
+    np.testing.assert_array_equal(outs[0], outs[1])
+    np.testing.assert_allclose(outs[0], a.astype(np.float32) @ b.astype(np.float32), atol=1e-3, rtol=1e-3)
+
+
 def test_a_k_loop_of_very_short_trips_issues_its_loads_two_trips_at_a_time():
     """16x32x32 fp16 tiles (2 KiB a trip, ~19 cycles at the L2 rate) ask for twelve buffers: more
     than the eight event ids a pipe pair has, so the loads go two trips at a time under one flag

@@ -29,7 +29,7 @@ from __future__ import annotations
 from tritonpu.codegen.coalesce import Coalescing
 from tritonpu.codegen.cube_homes import CubeHomes
 from tritonpu.codegen.homes import (L0C, L1, LOOPS, NOWHERE, ONCHIP, REG, REUSE_LOADED, UB,  # noqa: F401
-                                    VECTOR_SCALAR_OPS, VIEW_OPS, Group, elem_bytes, if_result_of, in_place_ok, reshape_copies,
+                                    VECTOR_SCALAR_OPS, VIEW_OPS, Group, elem_bytes, in_place_ok, reshape_copies,
                                     l0c_bytes, loaded, panel_tile_of, tile_bytes)
 from tritonpu.ir import Function, Op, Value
 from tritonpu.ir.ops import TILE_LOADS
@@ -53,8 +53,8 @@ class Analysis(CubeHomes, Coalescing):
             for i, v in enumerate(op.operands):
                 self.users.setdefault(id(v), []).append((op, i))
         self.l0c_loops: dict = {}        # id(for op) -> {iter index: dot op}
-        self.l0c_tails: dict = {}        # id(for op) -> {iter index: the dots of the trips it leaves,
-        #                                    a list of chains (each accumulating into the next)}
+        self.l0c_tails: dict = {}        # id(for op) -> {iter index: the trips it leaves, a list of
+        #                                    (chain of dots, the value it leaves), each accumulating into the next}
         self.l0c_continued: dict = {}    # id(for op) -> {iter index: the L0C values it goes on from}
         self.l0c_plain: set = set()      # ids of dots outside loop accumulators whose product stays in L0C
         self.l0c_scaled: dict = {}       # id(dot op) -> the mul by a scalar FIX does as it drains it
@@ -250,8 +250,8 @@ class Analysis(CubeHomes, Coalescing):
                         if self.home.get(id(r)) == L0C:     # and after the loop: the odd last
                             tails = self.l0c_tails.get(id(op), {}).get(i, [])   # trips, until FIX stores it
                             stored = self.l0c_stored.get(id(op), {}).get(i, ())
-                            between = [if_result_of(t[-1]) for t in tails[:-1]]
-                            for v in (r, *[d.result for t in tails for d in t], *between, *stored):
+                            between = [left for _, left in tails[:-1]]
+                            for v in (r, *[d.result for dots, _ in tails for d in dots], *between, *stored):
                                 merge(group(a), v)
                         else:
                             group(r)

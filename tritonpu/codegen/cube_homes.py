@@ -139,9 +139,9 @@ class CubeHomes:
                 if tails:
                     self.home[id(v)] = L0C
                 tails.append(t)
-                for d in t:
+                for d in t[0]:
                     self.home[id(d.result)] = L0C
-                v = if_result_of(t[-1])
+                v = t[1]
             if tails:
                 self.home[id(op.results[i])] = L0C
                 self.l0c_tails.setdefault(id(op), {})[i] = tails
@@ -156,7 +156,7 @@ class CubeHomes:
         tile."""
         for i, chain in self.l0c_loops.get(id(op), {}).items():
             tails = self.l0c_tails.get(id(op), {}).get(i, [])
-            final = if_result_of(tails[-1][-1]) if tails else op.results[i]
+            final = tails[-1][1] if tails else op.results[i]
             path = [op.results[i], final]
             while True:
                 uses = self.users.get(id(final), [])
@@ -314,33 +314,38 @@ class CubeHomes:
         return u.name == "store_tile" and k == len(u.operands) - 1 and const_value(u.operands[2]) == 1
 
     def _l0c_tail(self, r):
-        """The dots of a double-buffered loop's odd last trip: ``if c { yield dot(.., dot(a, b,
-        r)) } else { yield r }`` right after the loop -- a chain of dots, each the next one's
-        accumulator (one per dot of the loop's trip), ``r`` used nowhere else.  They accumulate into
-        the loop's L0C tile in place, and each branch drains L0C once into the if's result."""
+        """(the dots, the value they leave) of a pipelined loop's next last trip after ``r`` (the
+        loop's result or the previous such trip's): a chain of dots, each the next one's
+        accumulator (one per dot of the loop's trip), ``r`` used nowhere else -- straight-line
+        code after ``r`` when the loop's trip count is known (it leaves the last dot's result), else
+        ``if c { yield dot(.., dot(a, b, r)) } else { yield r }`` (it leaves the if's result).
+        They accumulate into the loop's L0C tile in place; an if's branches each drain L0C once into
+        its result."""
         uses = self.users.get(id(r), [])
         dots = [(u, k) for u, k in uses if u.name == "dot" and k == 2]
-        if len(dots) != 1 or len(uses) != 2:
+        if len(dots) != 1:
             return None
         chain = [dots[0][0]]
-        then = chain[0].parent
-        ifop = then.parent if then is not None else None
-        if ifop is None or ifop.name != "if" or ifop.regions[0] is not then or len(ifop.regions) != 2:
-            return None
+        region = chain[0].parent
         while True:
             nxt = self.users.get(id(chain[-1].result), [])
-            if len(nxt) != 1 or nxt[0][0].name != "dot" or nxt[0][1] != 2 or nxt[0][0].parent is not then:
+            if len(nxt) != 1 or nxt[0][0].name != "dot" or nxt[0][1] != 2 or nxt[0][0].parent is not region:
                 break
             chain.append(nxt[0][0])
         d = chain[-1]
-        j = [x for x, v in enumerate(then.terminator.operands) if v is d.result]
-        if len(j) != 1 or self.users.get(id(d.result), []) != [(then.terminator, j[0])]:
+        if len(uses) == 1 and r.owner is not None and r.owner.parent is region:
+            return chain, d.result          # straight-line, in r's own region
+        ifop = region.parent
+        if len(uses) != 2 or ifop is None or ifop.name != "if" or ifop.regions[0] is not region \
+                or len(ifop.regions) != 2:
+            return None
+        j = [x for x, v in enumerate(region.terminator.operands) if v is d.result]
+        if len(j) != 1 or self.users.get(id(d.result), []) != [(region.terminator, j[0])]:
             return None
         other = ifop.regions[1].terminator
         if [(u, k) for u, k in uses if u is not chain[0]] != [(other, j[0])]:
             return None
-        return chain
-
+        return chain, if_result_of(d)
 
 def _whole_rows(op) -> bool:
     """``op`` is a ``slice`` of some rows of a 2-D block, every column (what FIX drains from L0C)."""

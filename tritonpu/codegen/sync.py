@@ -52,8 +52,8 @@ they are in the straight-line run right before the loop, else right before the l
 trip waits for its own tiles, not for every load a pipelined loop's prologue issues.  A drain
 still pending at the loop (an earlier loop's, e.g. the previous persistent program's K loop) is
 waited for right after its pipe's last work in that run -- the same point in its queue -- when
-that pipe is not S; a first set of the same flag that covers none of the run's work then goes
-right before its pipe's first work there, so the re-armed flag does not wait for that work (a
+that pipe is not S.  A loop's first set that covers none of the run's work on its pipe goes
+right before that pipe's first work there, so the flag does not wait for that work (a
 persistent matmul's next program's first L0 tiles were held back by its accumulator's zeroing,
 which waits for FIX to drain the previous program's).  A loop's first set on a pipe with no work
 in that run, for a first trip that needs only that pipe's own accesses, goes at the run's start,
@@ -192,13 +192,12 @@ class _Pass:
                             break
                         run.append(m)
                     seg = Segment(self, st, run if loop is not None else None, loop, body_ids, run)
-                    if self.pending and not pre and j + len(run) < len(nodes) and isinstance(nodes[j + len(run)], Loop):
-                        # a loop's entry run with drains pending: what the pipes that set their
-                        # flags are ordered after at its start (the loop's first set of such a flag
-                        # may go there, see Segment._early; not when drains are waited for before
-                        # its first instruction: the set would go before them)
-                        srcs = {d[0] for d in self.pending if d[1] != "S"} & {x.pipe for x in run}
-                        seg.start_known = {p: frozenset(st.known(p)) for p in srcs}
+                    if not pre and j + len(run) < len(nodes) and isinstance(nodes[j + len(run)], Loop):
+                        # a loop's entry run: what its pipes are ordered after at its start (the
+                        # loop's first set of a flag may go there, see Segment._early; not when
+                        # drains are waited for before its first instruction: the set would go
+                        # before them)
+                        seg.start_known = {p: frozenset(st.known(p)) for p in {x.pipe for x in run} - {"S"}}
                     if loop is not None:        # what a trip runs after this run
                         seg.later = {id(x) for x in walk(nodes[j + len(run):])}
                 for pair in waited:         # (no first set of a loop's pair goes before these)
@@ -212,7 +211,8 @@ class _Pass:
                 seg = None
             waited = {d[:3] for d in self.pending}
             moved = {}                      # drain -> the entry run's position its wait goes before
-            if isinstance(n, Loop) and entry is not None and entry.start_known:
+            if isinstance(n, Loop) and entry is not None and \
+                    {d[0] for d in self.pending if d[1] != "S"} & set(entry.start_known):
                 # a drain is waited for right after its pipe's last work in the loop's entry run
                 # (the same point in that pipe's queue): the loop's first set of the same flag may
                 # then go earlier in the run (Segment._early); not on S, whose waits stall issue

@@ -121,10 +121,11 @@ class Segment:
         the last of those records issued in that run (and the rest of its prefetch group), when
         no flag ``(src, dst, ev)`` of the run is pending there -- so the first trip waits for the
         loads it reads, not for every load issued before the loop.  When it needs none of src's
-        records of that run, src has work in it and the flag's drain from an earlier loop was
-        waited for in the run (``rearmed``), right before src's first work there; when src has
-        no work in the run and the consumer needs only src's own records, at the run's start
-        (-1).  None: right before the loop."""
+        records of that run and src has work in it, right before src's first work there (what
+        src's queue holds there, less that work: a persistent matmul's next program's first L0
+        tiles waited for its accumulator's zeroing, which waits for FIX to store the previous
+        program's); when src has no work in the run and the consumer needs only src's own
+        records, at the run's start (-1).  None: right before the loop."""
         entry = self.p.entry.get(id(self.loop))
         if entry is None:
             return None
@@ -135,7 +136,7 @@ class Segment:
         idle = not mine and first is None and bool(need) and \
             any(d[1] == src for d in self.p.rearmed.get(id(self.loop), ())) and \
             all(self.st.recs[k].pipe == src for k in need)
-        if not mine and not idle and (first is None or (src, dst, ev) not in self.p.rearmed.get(id(self.loop), ())):
+        if not mine and not idle and first is None:
             return None
         key = (id(self.loop), src, dst, ev)
         if key in self.p.early and self.p.early[key] is None:

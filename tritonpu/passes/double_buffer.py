@@ -12,7 +12,12 @@ on B — straight-line code, so the sync pass can set each flag right after its 
 trip count leaves one trip, run after the loop on the tiles already in A.  A prefetch for a trip that does not exist reads nothing (its first
 valid extent along the last dimension is 0, the others full), so no address outside the
 program's own accesses is touched, and every trip
-computes, reads and writes exactly what it did before.  MTE2 then brings trip i+1 while the vector
+computes, reads and writes exactly what it did before.  When the launch's arguments give the
+trip count (a guard), no such prefetch is issued: the loop runs the passes whose prefetches all
+exist and the trips after it are straight-line code, each issuing the loads of a later trip that
+exists (an empty load would still wait for its buffer to be read, in MTE2's queue ahead of
+whatever the program does next: measured, the next persistent program's first loads); their
+dots go on accumulating into the loop's L0C tile (codegen/cube_homes.py).  MTE2 then brings trip i+1 while the vector
 unit and the cube work on trip i and MTE3 drains trip i-1; the sync pass orders the two buffers.
 A loop that only reads and whose trips are shorter than a GM read's latency gets more buffers (up
 to ``PAIRED_FROM``, or ``MAX_STAGES`` and an even number when it computes a dot; ``SHORT_STAGES``
@@ -38,7 +43,7 @@ from tritonpu.ir import types as T
 from tritonpu.passes.manager import Pass, register
 from tritonpu.passes.rewrite import (LoopView, clone, clone_op, load_extents, positive_step, replace_all_uses,
                                      trip_count, trip_work, written_by)
-from tritonpu.passes.specialize import decide
+from tritonpu.passes.specialize import decide, launch_value
 
 
 
@@ -79,10 +84,12 @@ class DoubleBuffer(Pass):
             most = PAIRED_FROM if most > PAIRED_FROM and not self._short(fn, op, PAIRED_FROM) else SHORT_STAGES
         if isinstance(fn.attrs.get("pipeline_stages"), int):      # a cap the IR text can set
             most = max(2, min(most, fn.attrs["pipeline_stages"]))
+        known = self._trips(fn, op)
         for stages in range(most, 1, -1):
-            new_ops = self._rewrite(lp, loads, fills, nexts, stages, filling)
-            rest = new_ops[-1]
-            replace_all_uses(fn, op.results, rest.results)
+            new_ops, results = self._rewrite(lp, loads, fills, nexts, stages, filling, known)
+            olds = {id(r) for r in op.results}
+            users = [(o, list(o.operands)) for o in fn.walk() if any(id(v) in olds for v in o.operands)]
+            replace_all_uses(fn, op.results, results)
             i = region.ops.index(op)
             region.ops[i:i + 1] = new_ops
             for o in new_ops:
@@ -92,9 +99,25 @@ class DoubleBuffer(Pass):
                 return
             except CompilationError as e:
                 region.ops = list(saved)
-                replace_all_uses(fn, rest.results, op.results)
+                for o, operands in users:
+                    o.operands = operands
                 reason = str(e).split("error: ", 1)[-1].split(" at once")[0]
         op.attrs["double_buffer"] = f"off: {reason} with two buffers per load"
+
+    @staticmethod
+    def _trips(fn: Function, op: Op):
+        """The loop's trip count when the launch's arguments give it (a guard, as for _short), else
+        None."""
+        lb, ub, step = op.operands[:3]
+        ops: list = []
+        trips = trip_count(lb, ub, step, ops, op.loc)
+        n = launch_value(fn, ops, trips)
+        if n is None or n < 1:
+            return None
+        bound = Op("constant", [], [trips.type], {"value": int(n)}, loc=op.loc)
+        same = Op("cmp", [trips, bound.result], [T.i1], {"pred": "eq"}, loc=op.loc)
+        ops += [bound, same]
+        return int(n) if decide(fn, ops, same.result) else None
 
     @staticmethod
     def _short(fn: Function, op: Op, stages: int) -> bool:
@@ -111,10 +134,15 @@ class DoubleBuffer(Pass):
         ops.append(short)
         return decide(fn, ops, short.result) is True
 
-    def _rewrite(self, lp: LoopView, loads: list, fills: list, nexts: list, stages: int, filling: bool) -> list:
+    def _rewrite(self, lp: LoopView, loads: list, fills: list, nexts: list, stages: int, filling: bool,
+                 known=None) -> list:
         """The loop pipelined over ``stages`` buffers per load: loads run ``stages - 1`` trips
         ahead, the body is unrolled ``stages`` times (each trip's tiles in a buffer of their own,
-        straight-line code), and the last ``stages - 1`` trips run after the loop, each if it exists."""
+        straight-line code), and the last ``stages - 1`` trips run after the loop, each if it exists
+        -- or, with the trip count ``known``, the loop runs only passes whose loads all exist and
+        the trips after it (``stages - 1`` to ``2 * stages - 2`` of them) are straight-line code,
+        each issuing the loads of the trip ``stages - 1`` after it when that one exists.  Returns
+        (the ops, the values the loop's results become)."""
         op = lp.op
         lb, ub, step = op.operands[:3]
         inits = op.operands[3:]
@@ -133,7 +161,7 @@ class DoubleBuffer(Pass):
         def exists(iv, into):
             return mk("cmp", [iv, ub], T.i1, into, pred="lt")
 
-        def load_at(iv, scal, ok, event, into, group=None):
+        def load_at(iv, scal, ok, event, into, group=None, real=False):
             """Clone the candidate loads and panel fills at trip ``iv`` with the carried scalars
             ``scal`` (id of a carried scalar -> its value at that trip); their first valid extent is
             0 unless ``ok``, a fill fills nothing unless ``ok`` (``event``: its trip's buffer, the
@@ -152,20 +180,21 @@ class DoubleBuffer(Pass):
                 n = clone_op(o, m)
                 if o.name == "panel_fill":
                     # a trip that does not exist has no slot: nothing is filled
-                    n.operands[1] = mk("and", [ok, n.operands[1]], T.i1, into)
+                    if not real:
+                        n.operands[1] = mk("and", [ok, n.operands[1]], T.i1, into)
                     n.attrs["event"] = event
-                    if stages > 2:
+                    if stages > 2 or real:
                         n.attrs["prefetch"] = group
                     into.append(n)
                     continue
                 # a trip that does not exist reads nothing: its last valid extent is 0; the others
                 # are full, so no fill is needed either (the tile is all pad and never used)
-                for k, full in load_extents(o):
+                for k, full in ([] if real else load_extents(o)):
                     v = n.operands[k]
                     alt = mk("constant", [], v.type, into, value=full)
                     n.operands[k] = mk("select", [ok, v, alt], v.type, into)
-                if stages > 2:      # one trip's loads, issued trips ahead together (sync: one flag)
-                    n.attrs["prefetch"] = group
+                if stages > 2 or real:      # one trip's loads, issued ahead together (sync: one flag;
+                    n.attrs["prefetch"] = group     # a loop around does not prefetch them again)
                 into.append(n)
                 cloned[id(o)] = n.result
             return [cloned[id(ld)] for ld in loads]
@@ -202,8 +231,14 @@ class DoubleBuffer(Pass):
             paired_with = self.groups if stages > PAIRED_FROM and j % 2 else None
             first.append(load_at(iv_j, scal, exists(iv_j, out), j, out, paired_with))
         span = mk("mul", [step, const(stages, out)], step.type, out)
-        lead = step if ahead == 1 else mk("mul", [step, const(ahead, out)], step.type, out)
-        last = mk("sub", [ub, lead], ub.type, out)
+        if known is not None:
+            # passes whose loads all exist (none for a trip past the end: such a load would still
+            # wait for MTE1 to free its buffer, in MTE2's queue ahead of whatever follows the loop)
+            passes_k = max(0, (known - ahead - stages) // stages + 1)
+            last = mk("add", [lb, mk("mul", [span, const(passes_k, out)], step.type, out)], lb.type, out)
+        else:
+            lead = step if ahead == 1 else mk("mul", [step, const(ahead, out)], step.type, out)
+            last = mk("sub", [ub, lead], ub.type, out)
         # `stages` trips iv .. iv + (stages - 1) * step per pass (all of them exist), straight-line
         body: list = []
         iv = Value(lp.iv.type, lp.iv.name)
@@ -251,8 +286,25 @@ class DoubleBuffer(Pass):
                   [new_region], loc)
         loop.attrs["double_buffer"] = "on" if stages == 2 else f"on: {stages} buffers"
         out.append(loop)
-        # the last trips (fewer than `stages`), their tiles already loaded: iv = lb + passes * span
         n_it = len(lp.iters)
+        if known is not None:
+            # the rest, straight-line: trip t issues the loads of trip t + ahead when it exists
+            left = known - passes_k * stages
+            iv_t = last
+            xs = list(loop.results[:n_it])
+            have = [loop.results[n_it + j * len(loads):n_it + (j + 1) * len(loads)] for j in range(ahead)]
+            ivs = [iv_t]
+            for t in range(1, left):
+                ivs.append(mk("add", [ivs[-1], step], lb.type, out))
+            for t in range(left):
+                if t + ahead < left:
+                    a_scal = scal_of(xs)
+                    for k in range(t, t + ahead):
+                        a_scal = next_scal(ivs[k], a_scal, out)
+                    have.append(load_at(ivs[t + ahead], a_scal, None, (t + ahead) % stages, out, real=True))
+                xs = run_trip(ivs[t], xs, have[t], out, t % stages)
+            return out, xs
+        # the last trips (fewer than `stages`), their tiles already loaded: iv = lb + passes * span
         gap = mk("maximum", [mk("sub", [last, lb], lb.type, out), const(0, out)], lb.type, out)
         passes = mk("div", [mk("add", [gap, mk("sub", [span, const(1, out)], lb.type, out)], lb.type, out), span],
                     lb.type, out)
@@ -274,7 +326,7 @@ class DoubleBuffer(Pass):
                 b.name = a.name
             out.append(rest)
             xs = list(rest.results)
-        return out
+        return out, xs
 
 
 MAX_STAGES = 16         # for a loop that computes a dot

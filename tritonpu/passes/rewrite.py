@@ -219,13 +219,14 @@ class LoopView:
             ok = keep
 
     def candidates(self, nexts) -> list:
-        """Loads to prefetch: not the first-trip loads of an inner pipelined loop (already ahead),
-        and none from an argument the loop writes (a prefetch would read before that write)."""
+        """Loads to prefetch: not the first-trip loads of an inner pipelined loop nor the loads of
+        its straight-line last trips (already ahead: a ``prefetch`` group), and none from an
+        argument the loop writes (a prefetch would read before that write)."""
         inits = {id(v) for o in self.body.ops if o.name == "for" for v in o.operands[3:]}
         written = written_by(self.body.ops)
         out = []
         for o in self.body.ops:
-            if o.name not in TILE_LOADS or id(o.result) in inits:
+            if o.name not in TILE_LOADS or id(o.result) in inits or "prefetch" in o.attrs:
                 continue
             arg = root(o.operands[0])
             if arg is None or None in written or id(arg) in written or (written and self.may_alias):
