@@ -251,7 +251,8 @@ class Analysis(CubeHomes, Coalescing):
                             tails = self.l0c_tails.get(id(op), {}).get(i, [])   # trips, until FIX stores it
                             stored = self.l0c_stored.get(id(op), {}).get(i, ())
                             between = [left for _, left in tails[:-1]]
-                            for v in (r, *[d.result for dots, _ in tails for d in dots], *between, *stored):
+                            made = [d.result for dots, _ in tails for d in dots if self.home.get(id(d.result)) == L0C]
+                            for v in (r, *made, *between, *stored):
                                 merge(group(a), v)
                         else:
                             group(r)

@@ -140,11 +140,25 @@ class CubeHomes:
                     self.home[id(v)] = L0C
                 tails.append(t)
                 for d in t[0]:
-                    self.home[id(d.result)] = L0C
+                    if d.result is not t[1] or self._l0c_taken_on(d.result):
+                        self.home[id(d.result)] = L0C
                 v = t[1]
             if tails:
                 self.home[id(op.results[i])] = L0C
                 self.l0c_tails.setdefault(id(op), {})[i] = tails
+
+    def _l0c_taken_on(self, v) -> bool:
+        """The last product of a straight-line chain after a loop may stay in L0C: its one use is
+        an ``if``'s yield (the versions of a loop: see _l0c_stores; a branch drains it into a
+        result that is not in L0C), or FIX takes it from there (stored, or read a few rows at a
+        time).  Any other use reads it drained: ``acc, keep = tl.dot(a, b, acc), acc`` stores the
+        last trip's ``acc`` as ``keep`` after the next product has gone on in the tile."""
+        uses = self.users.get(id(v), [])
+        if len(uses) == 1 and uses[0][0].name == "yield" and uses[0][0].parent is not None \
+                and uses[0][0].parent.parent is not None and uses[0][0].parent.parent.name == "if":
+            return True
+        return self._stored_by_fix(v) is not None or \
+            (len(v.type.shape) == 2 and bool(uses) and all(_whole_rows(u) for u, _ in uses))
 
     def _l0c_stores(self, op: Op) -> None:
         """An L0C accumulator whose final value is only stored (2-D, rows contiguous in GM) stays
@@ -320,7 +334,8 @@ class CubeHomes:
         code after ``r`` when the loop's trip count is known (it leaves the last dot's result), else
         ``if c { yield dot(.., dot(a, b, r)) } else { yield r }`` (it leaves the if's result).
         They accumulate into the loop's L0C tile in place; an if's branches each drain L0C once into
-        its result."""
+        its result, and a straight-line chain's last product stays in L0C only when it is taken on
+        from there (_l0c_taken_on)."""
         uses = self.users.get(id(r), [])
         dots = [(u, k) for u, k in uses if u.name == "dot" and k == 2]
         if len(dots) != 1:
