@@ -619,16 +619,21 @@ def test_while_loop_back_edge_and_exit():
     assert_races(whiley)
 
 
+def operands_to_l0(kb=1024):
+    """Two 16x16 f32 tiles from x (A at 0, B right after) into L1, then L0A / L0B."""
+    return [Instr("mov.gm.l1 l1[0], x[0], 1, 1024, 0, 0", "MTE2", (Access.gm("x"),), (Access("l1", 0, kb),)),
+            Instr("mov.gm.l1 l1[1024], x[1024], 1, 1024, 0, 0", "MTE2", (Access.gm("x"),),
+                  (Access("l1", kb, 2 * kb),)),
+            Instr("mov.l1.l0a l0a[0], l1[0], 1, 1024, 0, 0", "MTE1", (Access("l1", 0, kb),),
+                  (Access("l0a", 0, kb),)),
+            Instr("mov.l1.l0b l0b[0], l1[1024], 1, 1024, 0, 0", "MTE1", (Access("l1", kb, 2 * kb),),
+                  (Access("l0b", 0, kb),))]
+
+
 def cube_chain():
     kb = 1024                                   # a 16x16 f32 tile
     return [loop("s0", 2, [
-        Instr("mov.gm.l1 l1[0], x[0], 1, 1024, 0, 0", "MTE2", (Access.gm("x"),), (Access("l1", 0, kb),)),
-        Instr("mov.gm.l1 l1[1024], x[1024], 1, 1024, 0, 0", "MTE2", (Access.gm("x"),),
-              (Access("l1", kb, 2 * kb),)),
-        Instr("mov.l1.l0a l0a[0], l1[0], 1, 1024, 0, 0", "MTE1", (Access("l1", 0, kb),),
-              (Access("l0a", 0, kb),)),
-        Instr("mov.l1.l0b l0b[0], l1[1024], 1, 1024, 0, 0", "MTE1", (Access("l1", kb, 2 * kb),),
-              (Access("l0b", 0, kb),)),
+        *operands_to_l0(kb),
         Instr("mmad.f32.f32 l0c[0], l0a[0], l0b[0], 16, 16, 16", "M",
               (Access("l0a", 0, kb), Access("l0b", 0, kb)), (Access("l0c", 0, kb),)),
         Instr("mov.l0c.ub.f32.f32 ub[0], l0c[0], 1, 1024, 0, 0", "FIX", (Access("l0c", 0, kb),),
@@ -768,13 +773,7 @@ def persistent_k_loop_with_a_straight_line_last_trip():
     kb = 1024
 
     def trip():
-        return [Instr("mov.gm.l1 l1[0], x[0], 1, 1024, 0, 0", "MTE2", (Access.gm("x"),), (Access("l1", 0, kb),)),
-                Instr("mov.gm.l1 l1[1024], x[1024], 1, 1024, 0, 0", "MTE2", (Access.gm("x"),),
-                      (Access("l1", kb, 2 * kb),)),
-                Instr("mov.l1.l0a l0a[0], l1[0], 1, 1024, 0, 0", "MTE1", (Access("l1", 0, kb),),
-                      (Access("l0a", 0, kb),)),
-                Instr("mov.l1.l0b l0b[0], l1[1024], 1, 1024, 0, 0", "MTE1", (Access("l1", kb, 2 * kb),),
-                      (Access("l0b", 0, kb),)),
+        return [*operands_to_l0(kb),
                 Instr("mmad.f32.f32 l0c[0], l0a[0], l0b[0], 16, 16, 16, init=0", "M",
                       (Access("l0a", 0, kb), Access("l0b", 0, kb), Access("l0c", 0, kb)), (Access("l0c", 0, kb),))]
     return [loop("s0", 2, [
