@@ -904,6 +904,36 @@ def test_a_k_loop_whose_launch_gives_its_trip_count_issues_no_empty_load(K):
     np.testing.assert_allclose(outs[0], a.astype(np.float32) @ b.astype(np.float32), atol=1e-3, rtol=1e-3)
 
 
+def test_the_straight_line_last_trips_are_compiled_once_per_remainder_of_the_trip_count():
+    """The guard the straight-line last trips take is the trip count's remainder by the buffers
+    (and a least count), not the count itself: K = 1024 and 1216 (32 and 38 trips of six buffers:
+    8 last trips each) share one compilation, K = 992 (31 trips) takes another; every launch
+    executes exactly two loads a trip and is right."""
+    @tritonpu.jit
+    def k_loop(a_ptr, b_ptr, c_ptr, K, N: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+        rm = tl.program_id(0) * BM + tl.arange(0, BM)
+        rn = tl.arange(0, BN)
+        rk = tl.arange(0, BK)
+        acc = tl.zeros((BM, BN), dtype=tl.float32)
+        for k in range(0, K, BK):
+            acc += tl.dot(tl.load(a_ptr + rm[:, None] * K + (k + rk)[None, :]),
+                          tl.load(b_ptr + (k + rk)[:, None] * N + rn[None, :]))
+        tl.store(c_ptr + rm[:, None] * N + rn[None, :], acc)
+
+    compiled = []
+    for K in (1024, 1216, 992):
+        rng = np.random.default_rng(K)
+        a = (rng.random((64, K)) - 0.5).astype(np.float16)
+        b = (rng.random((K, 64)) - 0.5).astype(np.float16)
+        c = np.zeros((64, 64), np.float32)
+        h = k_loop[(2,)](a, b, c, K, N=64, BM=32, BN=64, BK=32, disable_passes=("panel-reuse",), trace=True)
+        np.testing.assert_allclose(c, a.astype(np.float32) @ b.astype(np.float32), atol=1e-3, rtol=1e-3)
+        loads = [e for e in h.stats.trace_events if e["ph"] == "X" and e["args"]["text"].startswith("mov.gm.l1")]
+        assert len(loads) == 2 * 2 * (K // 32), (K, len(loads))
+        compiled.append(len([x for key, v in h.kernel.backend_artifacts.items() if key[0] == "npu" for x in v]))
+    assert compiled == [1, 1, 2], compiled
+
+
 def test_a_k_loop_of_very_short_trips_issues_its_loads_two_trips_at_a_time():
     """16x32x32 fp16 tiles (2 KiB a trip, ~19 cycles at the L2 rate) ask for twelve buffers: more
     than the eight event ids a pipe pair has, so the loads go two trips at a time under one flag

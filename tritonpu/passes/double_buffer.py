@@ -13,7 +13,7 @@ trip count leaves one trip, run after the loop on the tiles already in A.  A pre
 valid extent along the last dimension is 0, the others full), so no address outside the
 program's own accesses is touched, and every trip
 computes, reads and writes exactly what it did before.  When the launch's arguments give the
-trip count (a guard), no such prefetch is issued: the loop runs the passes whose prefetches all
+trip count (a guard on its remainder by the buffer count, see _straight), no such prefetch is issued: the loop runs the passes whose prefetches all
 exist and the trips after it are straight-line code, each issuing the loads of a later trip that
 exists (an empty load would still wait for its buffer to be read, in MTE2's queue ahead of
 whatever the program does next: measured, the next persistent program's first loads); their
@@ -84,9 +84,9 @@ class DoubleBuffer(Pass):
             most = PAIRED_FROM if most > PAIRED_FROM and not self._short(fn, op, PAIRED_FROM) else SHORT_STAGES
         if isinstance(fn.attrs.get("pipeline_stages"), int):      # a cap the IR text can set
             most = max(2, min(most, fn.attrs["pipeline_stages"]))
-        known = self._trips(fn, op)
         for stages in range(most, 1, -1):
-            new_ops, results = self._rewrite(lp, loads, fills, nexts, stages, filling, known)
+            left = self._straight(fn, op, stages)
+            new_ops, results = self._rewrite(lp, loads, fills, nexts, stages, filling, left)
             olds = {id(r) for r in op.results}
             users = [(o, list(o.operands)) for o in fn.walk() if any(id(v) in olds for v in o.operands)]
             replace_all_uses(fn, op.results, results)
@@ -105,19 +105,34 @@ class DoubleBuffer(Pass):
         op.attrs["double_buffer"] = f"off: {reason} with two buffers per load"
 
     @staticmethod
-    def _trips(fn: Function, op: Op):
-        """The loop's trip count when the launch's arguments give it (a guard, as for _short), else
-        None."""
+    def _straight(fn: Function, op: Op, stages: int):
+        """How many of the loop's last trips run after it as straight-line code when it is
+        pipelined over ``stages`` buffers, or None: ``n - p * stages`` for n trips, p the most
+        passes whose prefetches all exist -- when the launch's arguments give n.  The guard taken
+        (the same count for every trip count the code is right for): the trip count is at least
+        that many and leaves the same remainder by ``stages`` -- not n itself, so a kernel launched
+        with another K is not compiled again for that alone."""
         lb, ub, step = op.operands[:3]
         ops: list = []
         trips = trip_count(lb, ub, step, ops, op.loc)
         n = launch_value(fn, ops, trips)
         if n is None or n < 1:
             return None
-        bound = Op("constant", [], [trips.type], {"value": int(n)}, loc=op.loc)
-        same = Op("cmp", [trips, bound.result], [T.i1], {"pred": "eq"}, loc=op.loc)
-        ops += [bound, same]
-        return int(n) if decide(fn, ops, same.result) else None
+        n = int(n)
+        left = n - max(0, (n - (stages - 1) - stages) // stages + 1) * stages
+
+        def const(v):
+            o = Op("constant", [], [trips.type], {"value": v}, loc=op.loc)
+            ops.append(o)
+            return o.result
+
+        def mk(name, operands, ty, **attrs):
+            o = Op(name, operands, [ty], attrs, loc=op.loc)
+            ops.append(o)
+            return o.result
+        same = mk("cmp", [mk("rem", [trips, const(stages)], trips.type), const(n % stages)], T.i1, pred="eq")
+        enough = mk("cmp", [trips, const(left)], T.i1, pred="ge")
+        return left if decide(fn, ops, mk("and", [same, enough], T.i1)) else None
 
     @staticmethod
     def _short(fn: Function, op: Op, stages: int) -> bool:
@@ -135,14 +150,14 @@ class DoubleBuffer(Pass):
         return decide(fn, ops, short.result) is True
 
     def _rewrite(self, lp: LoopView, loads: list, fills: list, nexts: list, stages: int, filling: bool,
-                 known=None) -> list:
+                 left=None) -> list:
         """The loop pipelined over ``stages`` buffers per load: loads run ``stages - 1`` trips
         ahead, the body is unrolled ``stages`` times (each trip's tiles in a buffer of their own,
         straight-line code), and the last ``stages - 1`` trips run after the loop, each if it exists
-        -- or, with the trip count ``known``, the loop runs only passes whose loads all exist and
-        the trips after it (``stages - 1`` to ``2 * stages - 2`` of them) are straight-line code,
-        each issuing the loads of the trip ``stages - 1`` after it when that one exists.  Returns
-        (the ops, the values the loop's results become)."""
+        -- or, with ``left`` given (_straight), the loop runs only passes whose loads all exist and
+        its last ``left`` trips are straight-line code after it, each issuing the loads of the
+        trip ``stages - 1`` after it when that one exists.  Returns (the ops, the values the loop's
+        results become)."""
         op = lp.op
         lb, ub, step = op.operands[:3]
         inits = op.operands[3:]
@@ -231,11 +246,13 @@ class DoubleBuffer(Pass):
             paired_with = self.groups if stages > PAIRED_FROM and j % 2 else None
             first.append(load_at(iv_j, scal, exists(iv_j, out), j, out, paired_with))
         span = mk("mul", [step, const(stages, out)], step.type, out)
-        if known is not None:
+        if left is not None:
             # passes whose loads all exist (none for a trip past the end: such a load would still
-            # wait for MTE1 to free its buffer, in MTE2's queue ahead of whatever follows the loop)
-            passes_k = max(0, (known - ahead - stages) // stages + 1)
-            last = mk("add", [lb, mk("mul", [span, const(passes_k, out)], step.type, out)], lb.type, out)
+            # wait for MTE1 to free its buffer, in MTE2's queue ahead of whatever follows the loop):
+            # they end where the last `left` trips begin
+            trips = trip_count(lb, ub, step, out, loc)
+            last = mk("add", [lb, mk("mul", [mk("sub", [trips, const(left, out)], lb.type, out), step],
+                                     lb.type, out)], lb.type, out)
         else:
             lead = step if ahead == 1 else mk("mul", [step, const(ahead, out)], step.type, out)
             last = mk("sub", [ub, lead], ub.type, out)
@@ -287,9 +304,8 @@ class DoubleBuffer(Pass):
         loop.attrs["double_buffer"] = "on" if stages == 2 else f"on: {stages} buffers"
         out.append(loop)
         n_it = len(lp.iters)
-        if known is not None:
+        if left is not None:
             # the rest, straight-line: trip t issues the loads of trip t + ahead when it exists
-            left = known - passes_k * stages
             iv_t = last
             xs = list(loop.results[:n_it])
             have = [loop.results[n_it + j * len(loads):n_it + (j + 1) * len(loads)] for j in range(ahead)]
