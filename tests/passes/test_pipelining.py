@@ -847,16 +847,24 @@ def test_cli_run_no_double_buffer_profile():
     assert c_on["softmax_kernel"] < c_off["softmax_kernel"], (c_on, c_off)
 
 
-@tritonpu.jit
-def _k_loop_dot(a_ptr, b_ptr, c_ptr, K, N: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
-    rm = tl.program_id(0) * BM + tl.arange(0, BM)
-    rn = tl.arange(0, BN)
-    rk = tl.arange(0, BK)
-    acc = tl.zeros((BM, BN), dtype=tl.float32)
-    for k in range(0, K, BK):
-        acc += tl.dot(tl.load(a_ptr + rm[:, None] * K + (k + rk)[None, :]),
-                      tl.load(b_ptr + (k + rk)[:, None] * N + rn[None, :]))
-    tl.store(c_ptr + rm[:, None] * N + rn[None, :], acc)
+def _fresh_k_loop_dot():
+    """A kernel object of its own (the compilations it keeps are its own launches') running one K
+    loop of dots."""
+    @tritonpu.jit
+    def _k_loop_dot(a_ptr, b_ptr, c_ptr, K, N: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr,
+                    BK: tl.constexpr):
+        rm = tl.program_id(0) * BM + tl.arange(0, BM)
+        rn = tl.arange(0, BN)
+        rk = tl.arange(0, BK)
+        acc = tl.zeros((BM, BN), dtype=tl.float32)
+        for k in range(0, K, BK):
+            acc += tl.dot(tl.load(a_ptr + rm[:, None] * K + (k + rk)[None, :]),
+                          tl.load(b_ptr + (k + rk)[:, None] * N + rn[None, :]))
+        tl.store(c_ptr + rm[:, None] * N + rn[None, :], acc)
+    return _k_loop_dot
+
+
+_k_loop_dot = _fresh_k_loop_dot()
 
 
 @pytest.mark.parametrize("K,buffers", [(1024, 6), (128, 4), (64, 4)])
@@ -909,17 +917,7 @@ def test_the_straight_line_last_trips_are_compiled_once_per_remainder_of_the_tri
     (and a least count), not the count itself: K = 1024 and 1216 (32 and 38 trips of six buffers:
     8 last trips each) share one compilation, K = 992 (31 trips) takes another; every launch
     executes exactly two loads a trip and is right."""
-    @tritonpu.jit
-    def k_loop(a_ptr, b_ptr, c_ptr, K, N: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
-        rm = tl.program_id(0) * BM + tl.arange(0, BM)
-        rn = tl.arange(0, BN)
-        rk = tl.arange(0, BK)
-        acc = tl.zeros((BM, BN), dtype=tl.float32)
-        for k in range(0, K, BK):
-            acc += tl.dot(tl.load(a_ptr + rm[:, None] * K + (k + rk)[None, :]),
-                          tl.load(b_ptr + (k + rk)[:, None] * N + rn[None, :]))
-        tl.store(c_ptr + rm[:, None] * N + rn[None, :], acc)
-
+    k_loop = _fresh_k_loop_dot()
     compiled = []
     for K in (1024, 1216, 992):
         rng = np.random.default_rng(K)
