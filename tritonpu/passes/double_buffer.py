@@ -112,27 +112,15 @@ class DoubleBuffer(Pass):
         (the same count for every trip count the code is right for): the trip count is at least
         that many and leaves the same remainder by ``stages`` -- not n itself, so a kernel launched
         with another K is not compiled again for that alone."""
-        lb, ub, step = op.operands[:3]
-        ops: list = []
-        trips = trip_count(lb, ub, step, ops, op.loc)
-        n = launch_value(fn, ops, trips)
+        t = _TripTest(op)
+        n = launch_value(fn, t.ops, t.trips)
         if n is None or n < 1:
             return None
         n = int(n)
         left = n - max(0, (n - (stages - 1) - stages) // stages + 1) * stages
-
-        def const(v):
-            o = Op("constant", [], [trips.type], {"value": v}, loc=op.loc)
-            ops.append(o)
-            return o.result
-
-        def mk(name, operands, ty, **attrs):
-            o = Op(name, operands, [ty], attrs, loc=op.loc)
-            ops.append(o)
-            return o.result
-        same = mk("cmp", [mk("rem", [trips, const(stages)], trips.type), const(n % stages)], T.i1, pred="eq")
-        enough = mk("cmp", [trips, const(left)], T.i1, pred="ge")
-        return left if decide(fn, ops, mk("and", [same, enough], T.i1)) else None
+        same = t.mk("cmp", [t.mk("rem", [t.trips, t.const(stages)]), t.const(n % stages)], pred="eq")
+        enough = t.mk("cmp", [t.trips, t.const(left)], pred="ge")
+        return left if decide(fn, t.ops, t.mk("and", [same, enough], i1=True)) else None
 
     @staticmethod
     def _short(fn: Function, op: Op, stages: int) -> bool:
@@ -140,14 +128,8 @@ class DoubleBuffer(Pass):
         loads are then all issued before it, and buffers for trips that do not exist only cost
         the instructions that check for them (1024^3 is long; a K loop of 4 trips ran 1093 cycles
         with 4 buffers, 1279 with 8)."""
-        lb, ub, step = op.operands[:3]
-        ops: list = []
-        trips = trip_count(lb, ub, step, ops, op.loc)
-        bound = Op("constant", [], [trips.type], {"value": stages}, loc=op.loc)
-        ops.append(bound)
-        short = Op("cmp", [trips, bound.result], [T.i1], {"pred": "lt"}, loc=op.loc)
-        ops.append(short)
-        return decide(fn, ops, short.result) is True
+        t = _TripTest(op)
+        return decide(fn, t.ops, t.mk("cmp", [t.trips, t.const(stages)], pred="lt")) is True
 
     def _rewrite(self, lp: LoopView, loads: list, fills: list, nexts: list, stages: int, filling: bool,
                  left=None) -> list:
@@ -343,6 +325,25 @@ class DoubleBuffer(Pass):
             out.append(rest)
             xs = list(rest.results)
         return out, xs
+
+
+class _TripTest:
+    """A condition on a loop's trip count for :func:`decide`: the ops computing the count
+    (``trips``) and what ``mk`` / ``const`` add after them."""
+
+    def __init__(self, op: Op):
+        self.loc, self.ops = op.loc, []
+        self.trips = trip_count(*op.operands[:3], self.ops, op.loc)
+
+    def mk(self, name, operands, i1=False, **attrs):
+        """A new op on ``operands``: an i1 for ``cmp`` (or with ``i1``), else of the count's type."""
+        ty = T.i1 if i1 or name == "cmp" else self.trips.type
+        o = Op(name, operands, [ty], attrs, loc=self.loc)
+        self.ops.append(o)
+        return o.result
+
+    def const(self, v):
+        return self.mk("constant", [], value=v)
 
 
 MAX_STAGES = 16         # for a loop that computes a dot
