@@ -182,3 +182,58 @@ def test_a_tile_one_branch_starts_a_loop_from_is_not_overwritten_while_the_other
         for k in range(0, K, BK):
             want = want + A[:, k:k + BK] @ B[k:k + BK] + bias
     np.testing.assert_allclose(c, want, rtol=1e-5, atol=1e-4)
+
+
+@tritonpu.jit
+def _mm_any_c_layout(a_ptr, b_ptr, c_ptr, M, N, K, stride_cm, stride_cn,
+                     BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, INT: tl.constexpr):
+    pid = tl.program_id(0)
+    pid_m = pid // tl.cdiv(N, BN)
+    pid_n = pid % tl.cdiv(N, BN)
+    am = (pid_m * BM + tl.arange(0, BM)) % M        # Triton's tutorial: wrapped offsets
+    bn = (pid_n * BN + tl.arange(0, BN)) % N
+    rk = tl.arange(0, BK)
+    if INT:
+        acc = tl.zeros((BM, BN), dtype=tl.int32)
+    else:
+        acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k in range(0, tl.cdiv(K, BK)):
+        a = tl.load(a_ptr + am[:, None] * K + (k * BK + rk)[None, :], mask=rk[None, :] < K - k * BK, other=0)
+        b = tl.load(b_ptr + (k * BK + rk)[:, None] * N + bn[None, :], mask=rk[:, None] < K - k * BK, other=0)
+        acc = tl.dot(a, b, acc)
+    c = acc.to(c_ptr.dtype.element_ty)
+    rm = pid_m * BM + tl.arange(0, BM)
+    rn = pid_n * BN + tl.arange(0, BN)
+    tl.store(c_ptr + rm[:, None] * stride_cm + rn[None, :] * stride_cn, c, mask=(rm[:, None] < M) & (rn[None, :] < N))
+
+
+@pytest.mark.parametrize("BM,BN", [(128, 256), (256, 128)])
+@pytest.mark.parametrize("tin,tout", [(np.float16, np.float16), (np.int8, np.int32)])
+def test_a_column_major_c_at_128x256_is_stored_a_few_rows_at_a_time(BM, BN, tin, tout):
+    """C column-major at 128x256 / 256x128 (the tutorial's first configs, storing ``C.T`` of a
+    row-major array): the accumulator passes through UB to be stored transposed, and with the
+    emitter's temporaries it needed 200320 bytes of 196608 (265856 for int8 -> int32) -- a
+    CompilationError ("use smaller blocks").  The compile is tried again with the plan leaving the temporaries' UB free, and
+    ``epilogue-rows`` (which now takes stores of any column stride) stores the accumulator a few
+    rows at a time: the same bits as the row-major store, which never needed it."""
+    M, N, K = 300, 520, 100
+    rng = np.random.default_rng(6)
+    if tin is np.int8:
+        a = rng.integers(-8, 8, (M, K)).astype(tin)
+        b = rng.integers(-8, 8, (K, N)).astype(tin)
+    else:
+        a = (rng.random((M, K)) - 0.5).astype(tin)
+        b = (rng.random((K, N)) - 0.5).astype(tin)
+    grid = (-(-M // BM) * -(-N // BN),)
+    row = np.zeros((M, N), tout)
+    _mm_any_c_layout[grid](a, b, row, M, N, K, N, 1, BM=BM, BN=BN, BK=64, INT=tin is np.int8)
+    col = np.zeros((N, M), tout).T
+    h = _mm_any_c_layout[grid](a, b, col, M, N, K, 1, M, BM=BM, BN=BN, BK=64, INT=tin is np.int8)
+    ref = a.astype(np.float64) @ b.astype(np.float64)
+    if tin is np.int8:
+        assert (col == ref).all()
+    else:
+        np.testing.assert_allclose(col.astype(np.float64), ref, rtol=1e-2, atol=2e-3)
+    assert np.ascontiguousarray(col).tobytes() == row.tobytes()
+    rows = re.findall(r"= slice %\w+ \{offsets = \[(\d+), 0\]\} : tensor<(\d+)x" + str(BN) + "x", h.asm["epilogue-rows"])
+    assert len(rows) >= 2 and rows[0][0] == "0" and int(rows[1][0]) == int(rows[0][1]), rows

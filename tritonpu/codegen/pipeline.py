@@ -23,7 +23,7 @@ from tritonpu.errors import CompilationError, ExecutionError, LaunchError
 from tritonpu.isa.machines import machine as get_machine
 from tritonpu.ir import parse_function
 from tritonpu.passes import PassManager
-from tritonpu.passes.buffer_planning import EARLY_STARTS, REUSE_FIRST, TRIAL_AFTER_CLEANUP
+from tritonpu.passes.buffer_planning import EARLY_STARTS, REUSE_FIRST, TRIAL_AFTER_CLEANUP, UB_HEADROOM
 from tritonpu.passes.manager import PassError
 from tritonpu.passes.persistent import GRID_ARGS
 from tritonpu.passes.specialize import launch_values
@@ -165,6 +165,17 @@ def _compile_npu(ir_text: str, options, print_after) -> NpuKernel:
                 pass
             finally:
                 REUSE_FIRST.reset(token)
+        if "Unified Buffer" in e.message and em.scratch_top > em.ub_cap and not UB_HEADROOM.get():
+            # the tiles fit, with the temporaries they did not: plan the tiles in the UB the
+            # temporaries leave (a 128x256 accumulator stored column-major passes through UB, and
+            # its epilogue is then done a few rows at a time: passes/epilogue_rows.py)
+            token = UB_HEADROOM.set(em.m.capacity["ub"] - int(fn.attrs.get("ub_peak", 0)) + em.scratch_top - em.ub_cap)
+            try:
+                return _compile_npu(ir_text, options, print_after)
+            except CompilationError:
+                pass
+            finally:
+                UB_HEADROOM.reset(token)
         if "Unified Buffer" in e.message and SCALED_IN_L0C.get() and em.an.l0c_added:
             # the scaled products' drain buffers on top of a full plan: drained at once, as before
             try:

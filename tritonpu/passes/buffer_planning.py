@@ -118,6 +118,11 @@ EARLY_STARTS = contextvars.ContextVar("early_starts", default=True)
 # Elementwise work planned in place over loaded tiles from the first plan on (see ``plan``): set
 # when the tiles fit without it but emission's temporaries then did not (codegen/pipeline.py).
 REUSE_FIRST = contextvars.ContextVar("reuse_loaded_first", default=False)
+# Bytes of UB every plan leaves free: set when the tiles fit but emission's temporaries then did
+# not, to what those needed (codegen/pipeline.py).  The passes that split work until it fits
+# (epilogue-rows, tiling) and those that keep a rewrite only if it fits (stagger, double-buffer)
+# then judge against the UB that is left, and the temporaries go above the plan's peak.
+UB_HEADROOM = contextvars.ContextVar("ub_headroom", default=0)
 
 
 def trial_plan(fn) -> None:
@@ -243,7 +248,8 @@ def _plan(fn, machine):
                 addr_of[id(g)] = 0
             fn.attrs[f"{space}_peak"] = peak
             continue
-        peak, used = _fit(groups, early, m.align[space], m.capacity[space], space, addr_of)
+        cap = m.capacity[space] - (UB_HEADROOM.get() if space == UB else 0)
+        peak, used = _fit(groups, early, m.align[space], cap, space, addr_of)
         an.early_starts |= used
         key = "ub_peak" if space == UB else f"{space}_peak"
         if space == UB or groups:

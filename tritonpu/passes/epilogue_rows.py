@@ -11,15 +11,17 @@ Guarantees: when the function's blocks do not fit on chip (buffer planning's jud
 accumulator or one of zeros (K in one block: ``acc = tl.dot(a, b)``), in the function's body or in
 the body of a loop (a persistent kernel's loop over its tiles), with a 2-D f32 or i32 result R whose
 every use is elementwise work in the same region (elementwise ops, compares, selects, casts,
-splats, broadcasts of one row, constants) ending in ``store_tile``s of values with R's rows and
-unit column stride, every block value on the way carrying R's rows, being one row, or uniform (a
-splat or constant: made again per chunk).  That work is cloned once per chunk of T rows (T the
+splats, broadcasts of one row, constants) ending in ``store_tile``s of values with R's rows (any
+strides: a column-major C is stored transposed a chunk at a time), every block value on the way
+carrying R's rows, being one row, or uniform (a splat or constant: made again per chunk).  That work is cloned once per chunk of T rows (T the
 largest power of two below R's rows that divides them and lets the kernel fit): each chunk
 reads ``slice R {offsets = [c, 0]}`` (rows c .. c+T of R: FIX drains them from L0C), computes exactly
 what the epilogue computed on those rows, and stores them with its pointer ``c`` rows further and
 its valid rows ``clamp(valid - c, 0, T)``.  Values of one row (``bias[None, :]``) are computed
 once.  Every element is computed, converted and stored as before (results bitwise unchanged).
 When no chunk size fits the function is left as it is (buffer planning reports what does not fit).
+"Fits" is buffer planning's judgement, which leaves ``UB_HEADROOM`` free: after the emitter's
+temporaries overflowed UB beside a plan that fit, the kernel is compiled again with that room kept.
 """
 from __future__ import annotations
 
@@ -52,7 +54,7 @@ def _epilogue(loop: Op, r, users):
             continue
         if o.name == "store_tile":
             val = o.operands[-1]
-            if id(val) not in rows or len(val.type.shape) != 2 or const_value(o.operands[2]) != 1 or \
+            if id(val) not in rows or len(val.type.shape) != 2 or \
                     any(id(v) in rows for v in o.operands[:-1]):
                 return None
             stores.append(o)
