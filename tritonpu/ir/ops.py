@@ -78,8 +78,9 @@ REDUCE_KINDS = ("sum", "max", "min", "argmax", "argmin")
 SCAN_KINDS = ("sum", "prod")
 ATOMIC_KINDS = ("add", "max", "min", "xchg", "and", "or", "xor")
 # Attributes any op may carry that say how to schedule it, not what it computes (equal ops that
-# differ in them are still equal): a prefetched load's trip group (passes/double_buffer.py)
-SCHEDULING_ATTRS = ("prefetch",)
+# differ in them are still equal): a prefetched load's trip group (passes/double_buffer.py), the
+# chunk of rows of an epilogue an op computes (passes/epilogue_rows.py, planned clear of the last)
+SCHEDULING_ATTRS = ("prefetch", "rows_chunk")
 
 
 def _rows() -> list[OpDef]:

@@ -13,7 +13,9 @@ at the peak, its size and the capacity.  A tile loaded after a loop (in the same
 loop's first tiles, issued ahead) is kept clear of everything live in that loop when the space has
 room for it, so that its load does not wait for the loop's last reads of a buffer it would reuse
 and MTE2 can bring it while the loop still runs; when there is no room, it is planned as it
-stands.  An L1 panel (``panel_tile``, passes/panel_reuse.py) holds
+stands.  The chunks of rows of an epilogue (``rows_chunk``, passes/epilogue_rows.py) are planned
+apart when the space has room: each chunk's drained rows clear of the chunk before, its stored
+tiles clear of the chunk after.  An L1 panel (``panel_tile``, passes/panel_reuse.py) holds
 tiles for the core's later programs: its region, the size of the largest panel, is L1's first
 bytes for the whole kernel, and everything else in L1 is planned after it.
 """
@@ -201,26 +203,67 @@ def _loaded_after_loops(an: Analysis, fn) -> dict:
     return out
 
 
-def _fit(groups, early: dict, align: int, cap: int, space: str, addr_of: dict) -> tuple[int, bool]:
-    """(peak, whether the groups of ``early`` could be live from those starts on): ``_first_fit``
-    with them so when that fits, else as they stand."""
-    mine = [g for g in groups if id(g) in early]
-    if mine:
-        saved = [g.start for g in mine]
+def _fit(groups, earlies: list, align: int, cap: int, space: str, addr_of: dict) -> tuple[int, int]:
+    """(peak, the index of the first of ``earlies`` -- dicts id(group) -> (an earlier start, a
+    later end) -- with which the groups fit live over those spans, or -1): ``_first_fit`` with
+    that one, else with the groups as they stand."""
+    for k, early in enumerate(earlies):
+        mine = [g for g in groups if id(g) in early]
+        if not mine:
+            continue
+        saved = [(g.start, g.end) for g in mine]
         trial: dict = {}
         try:
             for g in mine:
-                g.start = early[id(g)]
+                start, end = early[id(g)]
+                g.start, g.end = min(g.start, start), max(g.end, end)
             peak = _first_fit(groups, align, cap, space, trial)
         except CompilationError:
-            pass
+            continue
         else:
             addr_of.update(trial)
-            return peak, True
+            return peak, k
         finally:
-            for g, s in zip(mine, saved):
-                g.start = s
-    return _first_fit(groups, align, cap, space, addr_of), False
+            for g, (start, end) in zip(mine, saved):
+                g.start, g.end = start, end
+    return _first_fit(groups, align, cap, space, addr_of), -1
+
+
+def _chunks_apart(an: Analysis, fn) -> dict:
+    """id(group) -> (start, end) for the chunks of rows of an epilogue (``rows_chunk`` = 0, 1, ...,
+    passes/epilogue_rows.py): each chunk's first tile (the rows FIX drains from L0C) is planned
+    clear of the chunk before, and each chunk's stored tiles clear of the chunk after -- so FIX
+    drains the next chunk while the vector unit works on this one, and the vector unit works on
+    it while MTE3 stores the one before, instead of each waiting for the last store to free its
+    buffers.  (A chunk's other tiles are planned as they stand: written in place over each other.)"""
+    out: dict = {}
+    for op in fn.walk():
+        for reg in op.regions:
+            _chunk_spans(an, reg.ops, out)
+    _chunk_spans(an, fn.body.ops, out)
+    return out
+
+
+def _chunk_spans(an: Analysis, ops, out: dict) -> None:
+    spans: dict = {}                    # chunk -> (its first op's start, its last op's end)
+    for op in ops:
+        q = op.attrs.get("rows_chunk")
+        if q is not None:
+            s, e = an.span[id(op)]
+            lo, hi = spans.get(q, (s, e))
+            spans[q] = (min(lo, s), max(hi, e))
+    for op in ops:
+        q = op.attrs.get("rows_chunk")
+        if q is None:
+            continue
+        if op.name == "slice" and q - 1 in spans:
+            g = an.group_of.get(id(op.result))
+            if g is not None:
+                out[id(g)] = (spans[q - 1][0], g.end)
+        if op.name == "store_tile" and q + 1 in spans:
+            g = an.group_of.get(id(op.operands[-1]))
+            if g is not None:
+                out[id(g)] = (g.start, spans[q + 1][1])
 
 
 def _plan(fn, machine):
@@ -228,8 +271,15 @@ def _plan(fn, machine):
     an = Analysis(fn)
     _check_l1_carries(an)
     addr_of: dict = {}
-    early = _loaded_after_loops(an, fn) if EARLY_STARTS.get() else {}
+    early = {k: (v, 0) for k, v in _loaded_after_loops(an, fn).items()} if EARLY_STARTS.get() else {}
+    apart = _chunks_apart(an, fn)
+    # the spans tried, the first that fits taken: both kinds, then each alone
+    both = dict(early)
+    for k, (s, e) in apart.items():
+        both[k] = (min(s, both.get(k, (s, e))[0]), e)
+    earlies = [both, early, apart] if apart else [early]
     an.early_starts = False             # (whether the plan used them: see EARLY_STARTS)
+    an.chunks_apart = not apart         # (whether the chunks of rows are planned apart, if any)
     for space in ONCHIP:
         groups = [g for g in an.groups if g.home == space]
         panels, region = _panels(groups) if space == L1 else ([], 0)
@@ -239,8 +289,8 @@ def _plan(fn, machine):
                     f"the kernel needs {region} bytes of L1 at once but L1 holds {m.capacity[space]}: its L1 panel "
                     "alone takes them", panels[0].first.owner.loc)
             groups = [g for g in groups if not any(g is p for p in panels)]
-            peak, used = _fit(groups, early, m.align[space], m.capacity[space] - region, space, addr_of)
-            an.early_starts |= used
+            peak, used = _fit(groups, earlies, m.align[space], m.capacity[space] - region, space, addr_of)
+            an.early_starts |= used in (0, 1) and bool(early)
             peak += region
             for g in groups:
                 addr_of[id(g)] += region
@@ -249,8 +299,10 @@ def _plan(fn, machine):
             fn.attrs[f"{space}_peak"] = peak
             continue
         cap = m.capacity[space] - (UB_HEADROOM.get() if space == UB else 0)
-        peak, used = _fit(groups, early, m.align[space], cap, space, addr_of)
-        an.early_starts |= used
+        peak, used = _fit(groups, earlies, m.align[space], cap, space, addr_of)
+        an.early_starts |= used in (0, 1) and bool(early)
+        if space == UB and apart:
+            an.chunks_apart = used in (0, 2)
         key = "ub_peak" if space == UB else f"{space}_peak"
         if space == UB or groups:
             fn.attrs[key] = peak

@@ -281,16 +281,17 @@ def trip_work(lp: LoopView, loads=(), fills=()) -> tuple:
 ELEMENTWISE_KINDS = {"elementwise", "compare", "select", "splat", "broadcast", "constant", "arange"}
 
 
-def fits_on_chip(fn, reuse=False) -> bool:
+def fits_on_chip(fn, reuse=False, apart=False) -> bool:
     """Whether the blocks fit on chip as they are (buffer planning's judgement; ``reuse``: also
-    with work done in place over loaded tiles, its last resort -- which then stays set on ``fn``)."""
+    with work done in place over loaded tiles, its last resort -- which then stays set on ``fn``;
+    ``apart``: with each chunk of rows planned clear of the one before, see buffer_planning)."""
     from tritonpu.errors import CompilationError
     from tritonpu.passes.buffer_planning import plan
     try:
-        plan(fn, reuse=reuse)
-        return True
+        an, _ = plan(fn, reuse=reuse)
     except CompilationError:
         return False
+    return an.chunks_apart or not apart
 
 
 def copy_function(fn):
@@ -299,19 +300,20 @@ def copy_function(fn):
     return parse_function(print_function(fn))
 
 
-def split_that_fits(fn, n: int, split) -> int | None:
-    """The largest power of two ``t`` below ``n`` that divides it and for which ``split(f, t)``
-    makes a copy of ``fn`` fit on chip -- then ``split(fn, t)`` is done -- or None.  ``split``
-    returning False gives up."""
+def split_that_fits(fn, n: int, split, apart=False, most=None, least=1) -> int | None:
+    """The largest power of two ``t`` below ``n`` (at most ``most``, at least ``least``) that
+    divides it and for which ``split(f, t)`` makes a copy of ``fn`` fit on chip (``apart``: see
+    ``fits_on_chip``) -- then ``split(fn, t)`` is done -- or None.  ``split`` returning False
+    gives up."""
     t = n
-    while t > 1:
+    while t > max(1, least):
         t //= 2
-        if n % t:
+        if n % t or t < least or (most is not None and t > most):
             continue
         trial = copy_function(fn)
         if split(trial, t) is False:
             return None
-        if fits_on_chip(trial):
+        if fits_on_chip(trial, apart=apart):
             split(fn, t)
             return t
     return None
