@@ -169,11 +169,16 @@ def _compile_npu(ir_text: str, options, print_after) -> NpuKernel:
             # the tiles fit, with the temporaries they did not: plan the tiles in the UB the
             # temporaries leave (a 128x256 accumulator stored column-major passes through UB, and
             # its epilogue is then done a few rows at a time: passes/epilogue_rows.py)
-            token = UB_HEADROOM.set(em.m.capacity["ub"] - int(fn.attrs.get("ub_peak", 0)) + em.scratch_top - em.ub_cap)
+            room = em.m.capacity["ub"] - int(fn.attrs.get("ub_peak", 0)) + em.scratch_top - em.ub_cap
+            token = UB_HEADROOM.set(room)
             try:
-                return _compile_npu(ir_text, options, print_after)
+                retry = _compile_npu(ir_text, options, print_after)
             except CompilationError:
                 pass
+            else:
+                retry.notes.insert(0, f"UB planned with {room} bytes left free for the emitter's temporaries: "
+                                      f"{e.message.split(';')[0]}")
+                return retry
             finally:
                 UB_HEADROOM.reset(token)
         if "Unified Buffer" in e.message and SCALED_IN_L0C.get() and em.an.l0c_added:
