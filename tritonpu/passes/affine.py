@@ -356,8 +356,11 @@ class Analyzer:
             # a lower bound `idx >= 0` (block pointers' boundary checks) that holds for every index
             lo, zero = (x, y) if pred == "ge" else (y, x) if pred == "le" else (None, None)
             if lo is not None and zero.uniform and const_of(op.operands[1 if pred == "ge" else 0]) == 0 and \
-                    all(isinstance(st, int) and st >= 0 for st in lo.strides) and \
-                    nonneg(lo.c, self.loops, args=self._arg_nonneg):
+                    all(isinstance(st, int) and st >= 0 for st in lo.strides):
+                if not nonneg(lo.c, self.loops, args=self._arg_nonneg):
+                    # where the compiler cannot tell (a tile index computed by division, or loaded):
+                    # the access is guarded by it, the other branch keeps the bound
+                    self.assumptions.append(b.op("cmp", list(b._unify(lo.c, 0)[:2]), T.i1, pred="ge"))
                 return [None] * rank
             if pred in ("gt", "ge"):
                 x, y = y, x

@@ -97,6 +97,8 @@ class Canonicalize(Pass):
         mapping: dict = {}
         self._region(fn.body, consts, mapping)
         replace_uses(fn, mapping)
+        # (again: a block pointer's offset advanced by 0 -- `x + 0`, folded above -- is carried unchanged)
+        _forward_invariant_carries(fn)
 
     def _region(self, region: Region, consts: dict, mapping: dict) -> None:
         for op in region.ops:

@@ -20,7 +20,11 @@ index vector (a row or column gather), so no pointer block is materialised eithe
 whose wrapped lanes reach no stored byte (:mod:`tritonpu.passes.lanes`: Triton's matmul tutorial,
 whose store masks ``offs_cm < M`` leave out the rows the wrapped rows of ``a`` make) is instead
 the tile up to the wrap, padded past it -- one form whether the block wraps or not, guarded by
-the first and last conditions only.  Everything else is left as it is (the NPU back end then
+the first and last conditions only.  A lower bound ``c + i_d >= 0`` (a block pointer's boundary
+check) whose ``c`` is not provably >= 0 is likewise an assumption the access is guarded by, the
+other branch keeping the op.  The pure ops that only a guard's other branch reads (the op's pointer
+block and mask) move into that branch, so the structured path does not compute them.  Everything
+else is left as it is (the NPU back end then
 moves it element by element).  The rewrite keeps the program's meaning exactly: the same
 elements are read and written, masked-off elements are neither read nor written (and stored
 elements never depend on the padded lanes), and the fill values are the same.
@@ -39,6 +43,7 @@ from tritonpu.ir import Function, Op, Region, Value
 from tritonpu.ir import types as T
 from tritonpu.passes.affine import Analyzer, Builder, NotAffine, const_of, nonneg, uniform_other
 from tritonpu.passes.lanes import wrapped_lanes_unread
+from tritonpu.passes.rewrite import sink_into_branches
 from tritonpu.passes.specialize import decide, for_a_launch
 from tritonpu.passes.manager import Pass, register
 
@@ -56,7 +61,10 @@ class MemoryAnalysis(Pass):
         self.used = set(self.users)
         self.inductions: dict = {}
         self.loops = {id(a): (o, i) for o in fn.walk() if o.name == "for" for i, a in enumerate(o.regions[0].args)}
+        self.guards: list = []
         self._region(fn.body)
+        for guard in self.guards:   # what only the other branch reads is computed there
+            sink_into_branches(fn, guard.parent, guard)
 
     def _region(self, region: Region) -> None:
         new_ops = []
@@ -175,6 +183,7 @@ class MemoryAnalysis(Pass):
             fast, slow = fast[:-1], slow[:-1]
             results = [val.type]
         guard = Op("if", [cond], results, loc=loc)
+        self.guards.append(guard)
         guard.regions = [Region([], fast + [Op("yield", [val] if val is not None else [], [], loc=loc)]),
                          Region([], slow + [Op("yield", [slow_val] if val is not None else [], [], loc=loc)])]
         for r in guard.regions:

@@ -332,3 +332,31 @@ def shift_rows(op: Op, off: Value, t: int, new) -> None:
     left = new("sub", [i64(v0), i64(off)], T.i64)
     left = new("maximum", [left, new("constant", [], T.i64, value=0)], T.i64)
     op.operands[1 + rank] = new("minimum", [left, new("constant", [], T.i64, value=t)], T.i64)
+
+
+def sink_into_branches(fn: Function, region: Region, outer: Op) -> None:
+    """Pure ops before ``outer`` (an ``if`` in ``region``) used only inside one of its branches move
+    into that branch: the other path does not compute them, nor keep their values alive."""
+    inside = [set(id(o) for top in r.ops for o in top.walk()) for r in outer.regions]
+    users: dict = {}
+    for o in fn.walk():
+        for v in o.operands:
+            users.setdefault(id(v), []).append(o)
+    moved = True
+    while moved:
+        moved = False
+        at = region.ops.index(outer)
+        for o in reversed(region.ops[:at]):
+            if o.regions or o.opdef.effects or o.opdef.terminator or not o.results:
+                continue
+            us = [u for r in o.results for u in users.get(id(r), [])]
+            for k, ids in enumerate(inside):
+                if us and all(id(u) in ids for u in us):
+                    region.ops.remove(o)
+                    outer.regions[k].ops.insert(0, o)
+                    o.parent = outer.regions[k]
+                    ids.add(id(o))
+                    moved = True
+                    break
+            if moved:
+                break

@@ -12,7 +12,7 @@ first; at most one branch per loop per run, and only loops whose body stays smal
 from __future__ import annotations
 
 from tritonpu.ir import Function, Op, Region
-from tritonpu.passes.rewrite import clone, clone_op, invariant_slice, loop_like
+from tritonpu.passes.rewrite import clone, clone_op, invariant_slice, loop_like, sink_into_branches
 from tritonpu.passes.manager import Pass, register
 
 
@@ -89,34 +89,6 @@ class Unswitch(Pass):
             for o in cond_ops:
                 o.parent = region
             outer = versions_if(fn, loop, guard.operands[0], _version(loop, guard, 0), _version(loop, guard, 1))
-            _sink(fn, region, outer)
+            sink_into_branches(fn, region, outer)
             return True
         return False
-
-
-def _sink(fn: Function, region: Region, outer: Op) -> None:
-    """Pure ops before ``outer`` used only inside one of its branches move into that branch (so the
-    other version does not keep their values alive)."""
-    inside = [set(id(o) for top in r.ops for o in top.walk()) for r in outer.regions]
-    users: dict = {}
-    for o in fn.walk():
-        for v in o.operands:
-            users.setdefault(id(v), []).append(o)
-    moved = True
-    while moved:
-        moved = False
-        at = region.ops.index(outer)
-        for o in reversed(region.ops[:at]):
-            if o.regions or o.opdef.effects or o.opdef.terminator or not o.results:
-                continue
-            us = [u for r in o.results for u in users.get(id(r), [])]
-            for k, ids in enumerate(inside):
-                if us and all(id(u) in ids for u in us):
-                    region.ops.remove(o)
-                    outer.regions[k].ops.insert(0, o)
-                    o.parent = outer.regions[k]
-                    ids.add(id(o))
-                    moved = True
-                    break
-            if moved:
-                break
