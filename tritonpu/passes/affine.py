@@ -7,6 +7,9 @@ bounds, building the scalar ops that compute them with a :class:`Builder`; anyth
 does not wrap around), or, with ``wrap_as_data``, an index vector, or, with ``wrap_as_cut``, affine
 up to the lane where it wraps around (the offsets' ``cut``: lanes past it are left out of the
 access, for a caller that has shown nothing reads them -- see :mod:`tritonpu.passes.lanes`).
+``where(c + arange < m, c + arange, 0)`` (Triton's persistent-matmul tutorial clamps its offsets so)
+is the same: affine while no lane is clamped (``c + size <= m``, guarded), an index vector, or
+affine up to the first clamped lane.
 """
 from __future__ import annotations
 
@@ -108,8 +111,9 @@ def const_of(v):
 class Aff:
     """c + sum_d i_d * strides[d] (+ ``data``, for rank 2: a [R, 1] data tensor along the rows,
     ``data_dim`` 0, or a [1, C] one along the columns, ``data_dim`` 1).  ``cut``: {dim: (bound,
-    the ``rem`` op)} -- the offsets are these only for lanes i_dim < bound, where ``(c + arange) %
-    m`` has not wrapped around (``Analyzer(wrap_as_cut=True)``; at most one dimension)."""
+    (x, m))} -- the offsets are these only for lanes i_dim < bound, where ``x % m`` has not wrapped
+    around (or ``where(x < m, x, 0)`` not clamped): ``Analyzer(wrap_as_cut=True)``; at most one
+    dimension."""
 
     def __init__(self, c, strides, data=None, data_dim=0, cut=None):
         self.c, self.strides, self.data, self.data_dim = c, list(strides), data, data_dim
@@ -233,10 +237,25 @@ class Analyzer:
                 self.assumptions.append(b.op("cmp", list(b._unify(x.c, top)[:2]), T.i1, pred="le"))
             if self.wrap_as_cut:
                 # lanes i_d < m - c % m are c % m + i_d; the rest are cut
-                return Aff(c, x.strides, cut={d: (b.sub(y.c, c), op)})
+                return Aff(c, x.strides, cut={d: (b.sub(y.c, c), tuple(op.operands))})
             end = b.add(c, v.type.shape[d])
             self.assumptions.append(b.op("cmp", list(b._unify(end, y.c)[:2]), T.i1, pred="le"))
             return Aff(c, x.strides)
+        if name == "select" and v.type.scalar.is_int and (clamp := _clamped(op)) is not None:
+            # where(x < m, x, 0) with x = c + i_d, m uniform: x while no lane reaches m (the access
+            # is guarded by c + size_d <= m); with wrap_as_cut, x for lanes i_d < m - c, the rest cut
+            if self.wrap_as_data:
+                raise NotAffine
+            x, y = self.affine(clamp[0]), self.affine(clamp[1])
+            live = [d for d, st in enumerate(x.strides) if not (isinstance(st, int) and st == 0)]
+            if x.data is not None or not y.uniform or len(live) != 1 or x.strides[live[0]] != 1 or x.cut or y.cut:
+                raise NotAffine
+            d = live[0]
+            if self.wrap_as_cut:
+                return Aff(x.c, x.strides, cut={d: (b.sub(y.c, x.c), clamp)})
+            end = b.add(x.c, v.type.shape[d])
+            self.assumptions.append(b.op("cmp", list(b._unify(end, y.c)[:2]), T.i1, pred="le"))
+            return Aff(x.c, x.strides)
         if name == "shl":
             k = const_of(op.operands[1])
             if not isinstance(k, int) or not 0 <= k < 31:
@@ -419,6 +438,16 @@ class Analyzer:
         if isinstance(bound, int):
             return max(0, min(bound, n))
         return self.b.binop("minimum", self.b.binop("maximum", bound, 0), n)
+
+
+def _clamped(op: Op):
+    """(x, m) when ``op`` is ``select(x < m, x, 0)`` -- ``tl.where(x < m, x, 0)`` -- else None."""
+    cond, t, f = op.operands
+    c = cond.owner
+    if c is None or c.name != "cmp" or c.attrs["pred"] != "lt" or c.operands[0] is not t or const_of(f) != 0 or \
+            isinstance(const_of(f), bool):
+        return None
+    return t, c.operands[1]
 
 
 def _one_cut(x: Aff, y: Aff) -> dict:

@@ -24,11 +24,12 @@ _LANEWISE = frozenset(BINARY) | frozenset(UNARY) | {"fma", "cmp", "select", "cas
 _MAX_DEPTH = 12
 
 
-def wrapped_lanes_unread(load: Op, dim: int, rem: Op, users: dict) -> bool:
+def wrapped_lanes_unread(load: Op, dim: int, xm: tuple, users: dict) -> bool:
     """Whether no stored byte depends on lane ``i`` along ``dim`` of ``load``'s result where the
-    offsets ``rem`` (``x % m``) have wrapped, i.e. where ``x >= m``.  ``users``: id(value) -> the
-    ops that read it (the function as it was before memory analysis rewrote it)."""
-    x, m = rem.operands
+    offsets ``x % m`` have wrapped (or ``where(x < m, x, 0)`` clamped), i.e. where ``x >= m``;
+    ``xm``: (x, m).  ``users``: id(value) -> the ops that read it (the function as it was before
+    memory analysis rewrote it)."""
+    x, m = xm
     if x.type.is_block and len(x.type.shape) != 1 or uniform_scalar(m) is None:
         return False
     todo, seen = [(load.result, dim)], set()

@@ -64,7 +64,7 @@ class MemoryAnalysis(Pass):
         self.guards: list = []
         self._region(fn.body)
         for guard in self.guards:   # what only the other branch reads is computed there
-            sink_into_branches(fn, guard.parent, guard)
+            sink_into_branches(fn, guard.parent, guard, only=(1,))
 
     def _region(self, region: Region) -> None:
         new_ops = []
@@ -213,9 +213,9 @@ class MemoryAnalysis(Pass):
             bounds = an.mask(mask, shape) if mask is not None else [None] * len(shape)
         except NotAffine:
             return None
-        if off.cut:         # lanes past where `% m` wraps: left out, if nothing reads them
+        if off.cut:         # lanes past where `% m` wraps (or `where` clamps): left out, if nothing reads them
             if off.data is not None or an.row_mask is not None or not is_load or \
-                    not all(wrapped_lanes_unread(op, d, rem, self.users) for d, (_, rem) in off.cut.items()):
+                    not all(wrapped_lanes_unread(op, d, xm, self.users) for d, (_, xm) in off.cut.items()):
                 return None
             for d, (bound, _) in off.cut.items():
                 bounds[d] = bound if bounds[d] is None else an.b.binop("minimum", bounds[d], bound)

@@ -334,10 +334,12 @@ def shift_rows(op: Op, off: Value, t: int, new) -> None:
     op.operands[1 + rank] = new("minimum", [left, new("constant", [], T.i64, value=t)], T.i64)
 
 
-def sink_into_branches(fn: Function, region: Region, outer: Op) -> None:
-    """Pure ops before ``outer`` (an ``if`` in ``region``) used only inside one of its branches move
-    into that branch: the other path does not compute them, nor keep their values alive."""
-    inside = [set(id(o) for top in r.ops for o in top.walk()) for r in outer.regions]
+def sink_into_branches(fn: Function, region: Region, outer: Op, only=(0, 1)) -> None:
+    """Pure ops before ``outer`` (an ``if`` in ``region``) used only inside one of its branches
+    (of those ``only`` names: 0 then, 1 else) move into that branch: the other path does not
+    compute them, nor keep their values alive."""
+    inside = [set(id(o) for top in r.ops for o in top.walk()) if k in only else set()
+              for k, r in enumerate(outer.regions)]
     users: dict = {}
     for o in fn.walk():
         for v in o.operands:
