@@ -9,12 +9,11 @@ BACKENDS = ["ref", "npu", "cpu"]
 
 
 @triton.jit
-def bp_matmul(a_ptr, b_ptr, c_ptr, M, N, K, sam, sak, sbk, sbn, scm, scn,
-              BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
-    pid_m = tl.program_id(0)
-    pid_n = tl.program_id(1)
-    a_bp = tl.make_block_ptr(a_ptr, (M, K), (sam, sak), (pid_m * BM, 0), (BM, BK), (1, 0))
-    b_bp = tl.make_block_ptr(b_ptr, (K, N), (sbk, sbn), (0, pid_n * BN), (BK, BN), (1, 0))
+def bp_tile(a_ptr, b_ptr, c_ptr, M, N, K, sam, sak, sbk, sbn, scm, scn, off_m, off_n,
+            BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    """C[off_m:, off_n:] = A[off_m:, :] @ B[:, off_n:], one BM x BN tile through block pointers."""
+    a_bp = tl.make_block_ptr(a_ptr, (M, K), (sam, sak), (off_m, 0), (BM, BK), (1, 0))
+    b_bp = tl.make_block_ptr(b_ptr, (K, N), (sbk, sbn), (0, off_n), (BK, BN), (1, 0))
     acc = tl.zeros((BM, BN), tl.float32)
     for k in range(0, K, BK):
         a = tl.load(a_bp, boundary_check=(0, 1), padding_option="zero")
@@ -22,8 +21,15 @@ def bp_matmul(a_ptr, b_ptr, c_ptr, M, N, K, sam, sak, sbk, sbn, scm, scn,
         acc += tl.dot(a, b)
         a_bp = tl.advance(a_bp, (0, BK))
         b_bp = tl.advance(b_bp, (BK, 0))
-    c_bp = tl.make_block_ptr(c_ptr, (M, N), (scm, scn), (pid_m * BM, pid_n * BN), (BM, BN), (1, 0))
+    c_bp = tl.make_block_ptr(c_ptr, (M, N), (scm, scn), (off_m, off_n), (BM, BN), (1, 0))
     tl.store(c_bp, acc.to(tl.float16), boundary_check=(0, 1))
+
+
+@triton.jit
+def bp_matmul(a_ptr, b_ptr, c_ptr, M, N, K, sam, sak, sbk, sbn, scm, scn,
+              BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    bp_tile(a_ptr, b_ptr, c_ptr, M, N, K, sam, sak, sbk, sbn, scm, scn,
+            tl.program_id(0) * BM, tl.program_id(1) * BN, BM, BN, BK)
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -208,19 +214,9 @@ def test_block_offsets_from_a_persistent_tile_loop_need_no_lower_bound_check():
 @triton.jit
 def bp_matmul_listed(a_ptr, b_ptr, c_ptr, offs, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
     pid = tl.program_id(0)
-    off_m = tl.load(offs + 2 * pid)          # a tile list in memory (MoE-style kernels)
-    off_n = tl.load(offs + 2 * pid + 1)
-    a_bp = tl.make_block_ptr(a_ptr, (M, K), (K, 1), (off_m, 0), (BM, BK), (1, 0))
-    b_bp = tl.make_block_ptr(b_ptr, (K, N), (N, 1), (0, off_n), (BK, BN), (1, 0))
-    acc = tl.zeros((BM, BN), tl.float32)
-    for k in range(0, K, BK):
-        a = tl.load(a_bp, boundary_check=(0, 1), padding_option="zero")
-        b = tl.load(b_bp, boundary_check=(0, 1), padding_option="zero")
-        acc += tl.dot(a, b)
-        a_bp = tl.advance(a_bp, (0, BK))
-        b_bp = tl.advance(b_bp, (BK, 0))
-    c_bp = tl.make_block_ptr(c_ptr, (M, N), (N, 1), (off_m, off_n), (BM, BN), (1, 0))
-    tl.store(c_bp, acc.to(tl.float16), boundary_check=(0, 1))
+    # a tile list in memory (MoE-style kernels)
+    bp_tile(a_ptr, b_ptr, c_ptr, M, N, K, K, 1, N, 1, N, 1, tl.load(offs + 2 * pid), tl.load(offs + 2 * pid + 1),
+            BM, BN, BK)
 
 
 @pytest.mark.parametrize("lists", ["tiles", "tiles and a negative offset"])

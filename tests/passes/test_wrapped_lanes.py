@@ -120,6 +120,22 @@ def wrapped_copy(x_ptr, out_ptr, n, bound, R: tl.constexpr, B: tl.constexpr, MOD
         tl.store(out_ptr + rows * (tl.num_programs(0) * B) + pid, tl.sum(v, axis=1))
 
 
+def _copied(v, offs, n, B, mode):
+    """What ``wrapped_copy`` / ``clamped_copy`` leave in ``out`` (-7 where nothing is stored), the
+    lanes read being ``v`` (rows x every program's offsets)."""
+    want = np.full(v.shape, -7, np.float32)
+    if mode == 0:
+        want[:, offs < n] = 2 * v[:, offs < n]
+    elif mode == 1:
+        want[:] = 2 * v
+    elif mode == 2:
+        want[:, offs < n - 3] = 2 * v[:, offs < n - 3]
+    else:
+        for p in range(len(offs) // B):
+            want[:, p] = v[:, p * B:(p + 1) * B].sum(axis=1)
+    return want
+
+
 @pytest.mark.parametrize("mode", [0, 1, 2, 3])
 def test_wrapped_lanes_that_reach_memory_are_read_exactly(mode):
     R, B, n = 8, 32, 40
@@ -129,18 +145,7 @@ def test_wrapped_lanes_that_reach_memory_are_read_exactly(mode):
     out = np.full((R, grid * B), -7, np.float32)
     h = wrapped_copy[(grid,)](x, out, n, n - 3, R=R, B=B, MODE=mode)
     offs = np.arange(grid * B)
-    v = x[:, offs % n]
-    want = np.full_like(out, -7)
-    if mode == 0:
-        want[:, offs < n] = 2 * v[:, offs < n]
-    elif mode == 1:
-        want[:] = 2 * v
-    elif mode == 2:
-        want[:, offs < n - 3] = 2 * v[:, offs < n - 3]
-    else:
-        for p in range(grid):
-            want[:, p] = v[:, p * B:(p + 1) * B].sum(axis=1)
-    np.testing.assert_allclose(out, want, rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(out, _copied(x[:, offs % n], offs, n, B, mode), rtol=1e-6, atol=1e-6)
     ma = h.asm["memory-analysis"]
     # the padded tile's valid extent is n - c % n
     padded = any(f"= sub %n, {r} :" in ma for r in re.findall(r"(%\d+) = rem %\w+, %n : i32", ma))
@@ -294,18 +299,7 @@ def test_clamped_lanes_are_padded_only_where_no_store_reads_them(mode):
     out = np.full((R, grid * B), -7, np.float32)
     h = clamped_copy[(grid,)](x, out, n, n - 3, R=R, B=B, MODE=mode, trace=True)
     offs = np.arange(grid * B)
-    v = x[:, np.where(offs < n, offs, 0)]
-    want = np.full_like(out, -7)
-    if mode == 0:
-        want[:, offs < n] = 2 * v[:, offs < n]
-    elif mode == 1:
-        want[:] = 2 * v
-    elif mode == 2:
-        want[:, offs < n - 3] = 2 * v[:, offs < n - 3]
-    else:
-        for p in range(grid):
-            want[:, p] = v[:, p * B:(p + 1) * B].sum(axis=1)
-    np.testing.assert_allclose(out, want, rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(out, _copied(x[:, np.where(offs < n, offs, 0)], offs, n, B, mode), rtol=1e-6, atol=1e-6)
     assert "load_tile" in h.asm["memory-analysis"]
     assert (_executed("gather", h) == 0) == (mode == 0), _executed("gather", h)
 
