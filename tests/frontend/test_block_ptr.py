@@ -243,3 +243,19 @@ def test_block_offsets_the_compiler_cannot_bound_are_guarded_not_moved_element_b
     if lists == "tiles":        # every offset >= 0: tiles straight into L1, no pointer arithmetic ran
         elementwise = {t for t in ran if t.startswith("mov.gm.ub") or (t.startswith("v") and t.endswith(".i64"))}
         assert "mov.gm.l1.f16" in ran and not elementwise, elementwise
+
+
+def test_an_element_by_element_access_that_overflows_ub_is_named_as_such():
+    """At 128x128 the guard's other branch (element by element) needs the store's 128x128 int64
+    addresses in UB: the error names them as such -- it said "a tensor<128x128xi64> value", nothing
+    the kernel wrote -- and points at the store."""
+    M = N = K = 256
+    a, b = np.zeros((M, K), np.float16), np.zeros((K, N), np.float16)
+    offs = np.zeros(8, np.int32)
+    with pytest.raises(triton.CompilationError) as e:
+        bp_matmul_listed[(4,)](a, b, np.zeros((M, N), np.float16), offs, M, N, K, BM=128, BN=128, BK=32,
+                               backend="npu")
+    msg = str(e.value)
+    assert "the addresses of an element-by-element store (not a tile the compiler moves whole) " \
+           "(tensor<128x128xi64>) alone takes 131072 bytes; use smaller blocks" in msg, msg
+    assert "tl.store(c_bp" in msg.splitlines()[-2], msg

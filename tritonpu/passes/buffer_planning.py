@@ -64,7 +64,7 @@ def _place(groups, align: int, cap: int, by_start: bool) -> tuple[int, dict, lis
     return peak, addrs, at_peak
 
 
-def _first_fit(groups, align: int, cap: int, space: str, addr_of: dict) -> int:
+def _first_fit(groups, align: int, cap: int, space: str, addr_of: dict, fn=None) -> int:
     """Addresses by first fit in order of definition; when that leaves no room (live tiles of
     different lifetimes fragment the space), first fit again largest group first."""
     peak, addrs, at_peak = _place(sorted(groups, key=lambda g: (g.start, -g.bytes)), align, cap, True)
@@ -79,12 +79,42 @@ def _first_fit(groups, align: int, cap: int, space: str, addr_of: dict) -> int:
         # (a loop-carried group starts with the region argument: its source is where a
         # member is computed)
         where = next((x.owner.loc for x in live.values if x.owner is not None), None)
-        name = f"`{v.name}`" if v.name else f"a {v.type} value"
+        name = f"`{v.name}`" if v.name else _addresses(v, fn) or f"a {v.type} value"
         full = {"ub": "Unified Buffer", "l1": "L1", "l0c": "L0C"}[space]
         raise CompilationError.at(
             f"the kernel needs {peak} bytes of {full} at once but {space.upper()} holds {cap}: {name} "
             f"({v.type}) alone takes {live.bytes} bytes; use smaller blocks", where)
     return peak
+
+
+def _addresses(v, fn) -> str | None:
+    """For an unnamed block that only addresses memory (pointers, or offsets added to one) of loads
+    and stores done element by element: what it is, in the user's terms; else None."""
+    if fn is None or not v.type.is_block:
+        return None
+    users: dict = {}
+    for o in fn.walk():
+        for x in o.operands:
+            users.setdefault(id(x), []).append(o)
+    todo, seen, accesses = [v], set(), []
+    while todo:
+        x = todo.pop()
+        if id(x) in seen:
+            continue
+        seen.add(id(x))
+        for u in users.get(id(x), []):
+            if u.name in ("load", "store", "atomic_rmw", "atomic_cas") and u.operands[0] is x and \
+                    all(o is not x for o in u.operands[1:]):
+                accesses.append(u)
+            elif u.name in ("addptr", "add", "sub", "mul", "shl", "cast", "expand_dims", "broadcast", "reshape") \
+                    and len(u.results) == 1 and u.result.type.is_block:
+                todo.append(u.result)
+            else:
+                return None
+    if not accesses:
+        return None
+    kinds = sorted({"store" if a.name == "store" else "load" for a in accesses})
+    return f"the addresses of an element-by-element {' and '.join(kinds)} (not a tile the compiler moves whole)"
 
 
 def _check_l1_carries(an: Analysis) -> None:
@@ -203,7 +233,7 @@ def _loaded_after_loops(an: Analysis, fn) -> dict:
     return out
 
 
-def _fit(groups, earlies: list, align: int, cap: int, space: str, addr_of: dict) -> tuple[int, int]:
+def _fit(groups, earlies: list, align: int, cap: int, space: str, addr_of: dict, fn=None) -> tuple[int, int]:
     """(peak, the index of the first of ``earlies`` -- dicts id(group) -> (an earlier start, a
     later end) -- with which the groups fit live over those spans, or -1): ``_first_fit`` with
     that one, else with the groups as they stand."""
@@ -217,7 +247,7 @@ def _fit(groups, earlies: list, align: int, cap: int, space: str, addr_of: dict)
             for g in mine:
                 start, end = early[id(g)]
                 g.start, g.end = min(g.start, start), max(g.end, end)
-            peak = _first_fit(groups, align, cap, space, trial)
+            peak = _first_fit(groups, align, cap, space, trial, fn)
         except CompilationError:
             continue
         else:
@@ -226,7 +256,7 @@ def _fit(groups, earlies: list, align: int, cap: int, space: str, addr_of: dict)
         finally:
             for g, (start, end) in zip(mine, saved):
                 g.start, g.end = start, end
-    return _first_fit(groups, align, cap, space, addr_of), -1
+    return _first_fit(groups, align, cap, space, addr_of, fn), -1
 
 
 def _chunks_apart(an: Analysis, fn) -> dict:
@@ -289,7 +319,7 @@ def _plan(fn, machine):
                     f"the kernel needs {region} bytes of L1 at once but L1 holds {m.capacity[space]}: its L1 panel "
                     "alone takes them", panels[0].first.owner.loc)
             groups = [g for g in groups if not any(g is p for p in panels)]
-            peak, used = _fit(groups, earlies, m.align[space], m.capacity[space] - region, space, addr_of)
+            peak, used = _fit(groups, earlies, m.align[space], m.capacity[space] - region, space, addr_of, fn)
             an.early_starts |= used in (0, 1) and bool(early)
             peak += region
             for g in groups:
@@ -299,7 +329,7 @@ def _plan(fn, machine):
             fn.attrs[f"{space}_peak"] = peak
             continue
         cap = m.capacity[space] - (UB_HEADROOM.get() if space == UB else 0)
-        peak, used = _fit(groups, earlies, m.align[space], cap, space, addr_of)
+        peak, used = _fit(groups, earlies, m.align[space], cap, space, addr_of, fn)
         an.early_starts |= used in (0, 1) and bool(early)
         if space == UB and apart:
             an.chunks_apart = used in (0, 2)
