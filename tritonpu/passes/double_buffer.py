@@ -8,7 +8,9 @@ stores: it must not be able to see one; with ``may_alias = true`` — the launch
 share memory — a loop that writes anything prefetches nothing), is prefetched: the loop is unrolled by two; before it, the first trip's tiles are loaded into
 buffer A (carried); each pair of trips loads trip i+1's tiles into buffer B before trip i's work,
 runs trip i on A, loads trip i+2's tiles back into A (carried to the next pair) and runs trip i+1
-on B — straight-line code, so the sync pass can set each flag right after its transfer; an odd
+on B (a later trip's loads go at the start of each trip -- or, when the body's first such load
+comes after an inner loop, at its place in the trip, so that MTE2 issues them after that loop's
+loads) — straight-line code, so the sync pass can set each flag right after its transfer; an odd
 trip count leaves one trip, run after the loop on the tiles already in A.  A prefetch for a trip that does not exist reads nothing (its first
 valid extent along the last dimension is 0, the others full), so no address outside the
 program's own accesses is touched, and every trip
@@ -206,16 +208,28 @@ class DoubleBuffer(Pass):
         def scal_of(iters_vals):
             return {id(a): v for a, v in zip(lp.iters, iters_vals) if any(a is n for n in nexts)}
 
-        def run_trip(iv, iters_vals, tiles, into, event):
-            """Clone the body for trip ``iv`` on ``tiles`` (its panel tiles filled on ``event``);
-            the trip's yielded values."""
+        # a later trip's loads go at the start of each trip -- or, when the body's first candidate
+        # load comes after a loop (a bias row a persistent matmul loads after its K loop), where
+        # that load was: at the start, the prefetch waited for the last trip's epilogue to read
+        # its buffer, ahead of this trip's K loop loads in MTE2's queue
+        at_load = min(k for k, o in enumerate(lp.body.ops) if any(o is x for x in loads + fills))
+        if not any(o.regions for o in lp.body.ops[:at_load]):
+            at_load = 0
+
+        def run_trip(iv, iters_vals, tiles, into, event, ahead_ops=()):
+            """Clone the body for trip ``iv`` on ``tiles`` (its panel tiles filled on ``event``),
+            ``ahead_ops`` (a later trip's loads) where its first load was; the trip's yielded values."""
             m = {id(lp.iv): iv, **{id(a): v for a, v in zip(lp.iters, iters_vals)},
                  **{id(ld.result): x for ld, x in zip(loads, tiles)}}
             start = len(into)
-            clone(lp.body.ops[:-1], m, into, {id(ld) for ld in loads} | {id(f) for f in fills})
+            skip = {id(ld) for ld in loads} | {id(f) for f in fills}
+            clone(lp.body.ops[:at_load], m, into, skip)
+            into.extend(ahead_ops)
+            clone(lp.body.ops[at_load:-1], m, into, skip)
+            ahead = {id(o) for o in ahead_ops}
             for o in into[start:] if filling else ():      # (events: the fills' trips)
-                if o.name in ("panel_tile", "panel_fill"):     # (a fill not prefetched: in its trip)
-                    o.attrs["event"] = event
+                if o.name in ("panel_tile", "panel_fill") and id(o) not in ahead:
+                    o.attrs["event"] = event                   # (a fill not prefetched: in its trip)
             return [m.get(id(y), y) for y in lp.term.operands]
 
         # prologue: trips lb .. lb + (ahead - 1) * step, each in a buffer of its own (carried)
@@ -262,6 +276,7 @@ class DoubleBuffer(Pass):
             a_scal = scal_of(cur)
             for k in range(j, j + ahead):
                 a_scal = next_scal(trip_iv(k), a_scal, body)
+            ahead_ops: list = []        # (placed in trip j where its own loads were)
             if paired and j % 2 and j < stages - 1:
                 # many buffers: an odd trip's loads wait for the next trip's, so that the two go
                 # together, one prefetch group (one flag for both: the loads in flight hold half
@@ -271,11 +286,11 @@ class DoubleBuffer(Pass):
             else:
                 group = None
                 if held is not None:
-                    fresh.append(load_at(*held, body))
+                    fresh.append(load_at(*held, ahead_ops))
                     group = self.groups
-                fresh.append(load_at(a_iv, a_scal, ok, (j + ahead) % stages, body, group))
+                fresh.append(load_at(a_iv, a_scal, ok, (j + ahead) % stages, ahead_ops, group))
                 held = None
-            cur = run_trip(trip_iv(j), cur, carried[j] if j < ahead else fresh[j - ahead], body, j)
+            cur = run_trip(trip_iv(j), cur, carried[j] if j < ahead else fresh[j - ahead], body, j, ahead_ops)
         body.append(Op("yield", cur + [x for f in fresh[stages - ahead:] for x in f], [], loc=loc))
         new_region = Region([iv] + iters + [x for c in carried for x in c], body)
         for o in body:
