@@ -34,17 +34,34 @@ def _esize(t: str) -> int:
 
 
 class CubeEmitter:
+    def _l1_base(self) -> int:
+        """Where L1 above the plan starts: after its peak and the operands kept for loops."""
+        return _ceil_to(int(self.fn.attrs.get("l1_peak", 0)), 512) + \
+            sum(_ceil_to(n, 512) for _, n in self._kept().values())
+
+    def _kept(self) -> dict:
+        """id(value) -> ((l1 address, rows, cols, dtype), bytes): dot operands staged into L1 for
+        a whole loop (see stage_for_loop)."""
+        return self.__dict__.setdefault("_kept_l1", {})
+
     def _l1_scratch(self, nbytes: int) -> int:
-        at = _ceil_to(int(self.fn.attrs.get("l1_peak", 0)), 512) + self._l1_kept() + getattr(self, "_l1_used", 0)
+        at = self._l1_base() + getattr(self, "_l1_used", 0)
         self._l1_used = getattr(self, "_l1_used", 0) + _ceil_to(nbytes, 512)
         if at + nbytes > self.m.capacity["l1"]:
             self.fail(f"tl.dot operands need {at + nbytes} bytes of L1 but it holds {self.m.capacity['l1']}; "
                       "use smaller blocks")
         return at
 
-    def _l1_kept(self) -> int:
-        """L1 bytes above the plan's peak held by operands staged for a whole loop (see stage_for_loop)."""
-        return sum(_ceil_to(n, 512) for _, n in getattr(self, "_kept", {}).values())
+    def _to_l1(self, v, at=None):
+        """Copy the UB value ``v`` (made dense) to L1 at ``at`` (L1 scratch if None): (the dense tile,
+        its L1 address)."""
+        t = self.dense(self.as_tile(v))
+        nbytes = t.numel * t.esize
+        if at is None:
+            at = self._l1_scratch(nbytes)
+        self.emit(f"mov.ub.l1 l1[{at}], ub[{t.addr}], 1, {nbytes}, 0, 0", "MTE3",
+                  [self.acc(t)], [Access("l1", at, at + nbytes)])
+        return t, at
 
     def stage_for_loop(self, loop) -> list:
         """A dot operand in UB that ``loop``'s body reads but does not compute (FlashAttention's
@@ -54,34 +71,30 @@ class CubeEmitter:
         inside = {id(r) for o in loop.walk() for r in o.results} | \
             {id(a) for o in loop.walk() for r in o.regions for a in r.args}
         dots = [o for o in loop.walk() if o.name == "dot"]
+        kept = self._kept()
         cands = {}
         for d in dots:
             for v in d.operands[:2]:
                 h = self.val(v) if id(v) not in inside else None
-                if isinstance(h, Tile) and h.space == "ub" and id(v) not in getattr(self, "_kept", {}):
+                if isinstance(h, Tile) and h.space == "ub" and id(v) not in kept:
                     cands[id(v)] = v
         if not cands:
             return []
+
+        def size(v):
+            return _ceil_to(v.type.numel * _esize(asm_type(v.type)), 512)
         # what a trip still stages per dot: its other UB operands
-        per_trip = max(sum(_ceil_to(o.type.numel * _esize(asm_type(o.type)), 512) for o in d.operands[:2]
-                           if id(o) not in cands and id(o) in inside) for d in dots)
-        need = sum(_ceil_to(v.type.numel * _esize(asm_type(v.type)), 512) for v in cands.values())
-        base = _ceil_to(int(self.fn.attrs.get("l1_peak", 0)), 512) + self._l1_kept()
-        if base + need + per_trip > self.m.capacity["l1"]:
+        per_trip = max(sum(size(o) for o in d.operands[:2] if id(o) not in cands and id(o) in inside) for d in dots)
+        if self._l1_base() + sum(size(v) for v in cands.values()) + per_trip > self.m.capacity["l1"]:
             return []
-        kept = self.__dict__.setdefault("_kept", {})
         for v in cands.values():
-            t = self.dense(self.as_tile(v))
-            nbytes = t.numel * t.esize
-            at = _ceil_to(int(self.fn.attrs.get("l1_peak", 0)), 512) + self._l1_kept()
-            self.emit(f"mov.ub.l1 l1[{at}], ub[{t.addr}], 1, {nbytes}, 0, 0", "MTE3",
-                      [self.acc(t)], [Access("l1", at, at + nbytes)])
-            kept[id(v)] = ((at, t.shape[0], t.shape[1], t.dtype), nbytes)
+            t, at = self._to_l1(v, self._l1_base())
+            kept[id(v)] = ((at, t.shape[0], t.shape[1], t.dtype), t.numel * t.esize)
         return list(cands)
 
     def release_staged(self, ids) -> None:
         for i in ids:
-            self._kept.pop(i, None)
+            self._kept().pop(i, None)
 
     def _stage(self, v, tin: str, role: str):
         """(l1 address, rows and bytes per row as stored, transposed?) for a dot operand."""
@@ -91,18 +104,14 @@ class CubeEmitter:
                 return h.addr, h.shape[0], h.shape[1], False
             # a transposed view of a dense L1 tile: stored (cols x rows)
             return h.addr, h.shape[1], h.shape[0], True
-        if id(v) in getattr(self, "_kept", {}):            # staged once before the loop
-            (at, rows, cols, dtype), _ = self._kept[id(v)]
+        if id(v) in self._kept():                           # staged once before the loop
+            (at, rows, cols, dtype), _ = self._kept()[id(v)]
             if dtype != tin:
                 self.fail(f"dot operands must have one element type, got {dtype} and {tin}")
             return at, rows, cols, False
-        t = self.dense(self.as_tile(v))
+        t, at = self._to_l1(v)
         if t.dtype != tin:
             self.fail(f"dot operands must have one element type, got {t.dtype} and {tin}")
-        nbytes = t.numel * t.esize
-        at = self._l1_scratch(nbytes)
-        self.emit(f"mov.ub.l1 l1[{at}], ub[{t.addr}], 1, {nbytes}, 0, 0", "MTE3",
-                  [self.acc(t)], [Access("l1", at, at + nbytes)])
         return at, t.shape[0], t.shape[1], False
 
     def kind_dot(self, op) -> None:
