@@ -238,3 +238,53 @@ def test_first_fit_places_the_largest_tiles_first_when_definition_order_fragment
         assert a1 <= b0 or b1 <= a0, spans
     with pytest.raises(CompilationError, match="needs 128 bytes of Unified Buffer at once but UB holds 64: `big`"):
         _first_fit([short, long_, big], 32, 64, "ub", {})
+
+
+@tritonpu.jit
+def _attention_q_prescaled(q_ptr, k_ptr, v_ptr, o_ptr, seq_len, scale, BLOCK_M: tl.constexpr,
+                           BLOCK_N: tl.constexpr, D: tl.constexpr):
+    # the tutorial / triton-ascend habit: the softmax scale (with log2 e) applied to q once, before the loop
+    offs_m = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_d = tl.arange(0, D)
+    q = tl.load(q_ptr + offs_m[:, None] * D + offs_d[None, :], mask=offs_m[:, None] < seq_len, other=0.0)
+    q = (q * (scale * 1.44269504)).to(tl.float16)
+    m_i = tl.full((BLOCK_M,), -float("inf"), tl.float32)
+    l_i = tl.zeros((BLOCK_M,), tl.float32)
+    acc = tl.zeros((BLOCK_M, D), tl.float32)
+    for start in range(0, seq_len, BLOCK_N):
+        offs_n = start + tl.arange(0, BLOCK_N)
+        k = tl.load(k_ptr + offs_n[:, None] * D + offs_d[None, :], mask=offs_n[:, None] < seq_len, other=0.0)
+        v = tl.load(v_ptr + offs_n[:, None] * D + offs_d[None, :], mask=offs_n[:, None] < seq_len, other=0.0)
+        s = tl.where(offs_n[None, :] < seq_len, tl.dot(q, tl.trans(k)), -float("inf"))
+        m_new = tl.maximum(m_i, tl.max(s, axis=1))
+        alpha = tl.exp2(m_i - m_new)
+        p = tl.exp2(s - m_new[:, None])
+        l_i = l_i * alpha + tl.sum(p, axis=1)
+        acc = acc * alpha[:, None] + tl.dot(p.to(tl.float16), v)
+        m_i = m_new
+    tl.store(o_ptr + offs_m[:, None] * D + offs_d[None, :], (acc / l_i[:, None]).to(tl.float16),
+             mask=offs_m[:, None] < seq_len)
+
+
+def test_a_prescaled_q_is_copied_to_l1_once_and_frees_its_unified_buffer():
+    """``q`` computed on the vector unit before the key loop is a dot operand in UB: it is copied
+    into an L1 tile of its own once, where it is made, and its 32 KiB of UB are free from there on
+    -- so FlashAttention at 128 x 128 blocks, head dim 128, fits the Unified Buffer staggered
+    (before: ``stagger = "off: the kernel needs 199168 bytes of Unified Buffer ..."``, and q went
+    UB -> L1 on every key block; 4 x 1024 x 128: 81230 -> 54066 cycles, the unscaled form 50892)."""
+    S, D, B = 300, 128, 128
+    rng = np.random.default_rng(3)
+    q, k, v = ((rng.standard_normal((S, D)) * 0.5).astype(np.float16) for _ in range(3))
+    outs, hs = {}, {}
+    for name, off in (("on", ()), ("off", ("stagger",))):
+        outs[name] = np.zeros_like(q)
+        hs[name] = _attention_q_prescaled[(3,)](q, k, v, outs[name], S, D ** -0.5, BLOCK_M=B, BLOCK_N=B, D=D,
+                                                disable_passes=off)
+    ir = hs["on"].asm["buffer-planning"]
+    assert 'stagger = "on"' in ir, ir
+    assert re.search(r"%q_1 = cast .*\{.*l1_stage = \d+", ir), ir
+    assert outs["on"].tobytes() == outs["off"].tobytes()
+    np.testing.assert_allclose(outs["on"].astype(np.float64), _fa().reference(q[None], k[None], v[None])[0],
+                               rtol=2e-2, atol=2e-2)
+    # one copy of q (3 programs x 32 KiB) besides p's on each of the 3 key blocks (32 KiB each)
+    assert hs["on"].stats.bytes_by_path["ub->l1"] == 3 * B * D * 2 + 3 * 3 * B * B * 2, hs["on"].stats.bytes_by_path

@@ -10,7 +10,10 @@
   ``acc`` of one dot whose result it yields, starting from zeros, lives in L0C across the loop:
   the cube accumulates in place and FIX drains it once after the loop (or stores it to GM).  A
   dot's product only multiplied by a scalar and that only added to a tile waits in L0C: FIX
-  drains it scaled onto the tile at the add (``l0c_scaled``, ``l0c_added``).
+  drains it scaled onto the tile at the add (``l0c_scaled``, ``l0c_added``).  A dot operand the
+  vector unit computes before a loop whose dots read it (``staged``) also gets an L1 tile of its
+  own, live to its last use: it is copied there once, where it is made, and when only dots read
+  it its UB buffer is free after the copy (buffer planning drops the L1 tiles if L1 has no room).
 * **Views.**  ``expand_dims``, ``reshape``, ``broadcast``, ``permute`` and same-width ``bitcast``
   make no copy: their result is a strided view of their operand's buffer.
 * **In place.**  A one-instruction elementwise op (and a dot over its vector ``acc``) may write its
@@ -66,6 +69,7 @@ class Analysis(CubeHomes, Coalescing):
         self._cube_homes(fn)
         self._homes(fn)
         self._groups(fn)
+        self._staged_operands(fn)
 
     # ---- numbering and uses ----------------------------------------------------------------------
     def _number(self, fn: Function) -> None:

@@ -1,10 +1,12 @@
 """Cube homes: which values live in L1 (dot operands loaded straight from GM) and in L0C (a loop's
 accumulator, its last trips and the value FIX stores; a product that is only stored, read a few
-rows at a time, accumulated into by the next dot, or only scaled and added to a tile) -- part of
+rows at a time, accumulated into by the next dot, or only scaled and added to a tile), and which
+dot operands computed in UB are copied into L1 once, where they are made (``staged``) -- part of
 :class:`analysis.Analysis`."""
 from __future__ import annotations
 
-from tritonpu.codegen.homes import L0C, L1, NOWHERE, SCALED_IN_L0C, UB, const_value, if_result_of
+from tritonpu.codegen.homes import (L0C, L1, LOOPS, NOWHERE, SCALED_IN_L0C, UB, Group, const_value, if_result_of,
+                                   tile_bytes)
 from tritonpu.ir import Function, Op
 from tritonpu.ir.ops import slice_geometry
 
@@ -74,6 +76,46 @@ class CubeHomes:
             for op in fn.walk():
                 if op.name == "for":
                     changed |= self._l1_carries(op)
+
+    def _staged_operands(self, fn: Function) -> None:
+        """Dot operands the vector unit computes before a loop whose dots read them (FlashAttention's
+        ``q`` scaled before its key loop): each is copied UB -> L1 once, where it is made, into an L1
+        tile of its own live until its last use (``self.staged``: id(value) -> that L1 group),
+        instead of on every trip.  When the dots are its only readers (and it shares its UB buffer
+        with nothing), its UB buffer is free once the copy has read it."""
+        self.staged = {}
+        self._unstaged_ends = {}
+        for op in fn.walk():
+            if len(op.results) != 1 or op.regions:
+                continue
+            v = op.result
+            uses = self.users.get(id(v), [])
+            dots = [u for u, i in uses if u.name == "dot" and i in (0, 1)]
+            if self.home.get(id(v)) != UB or len(v.type.shape) != 2 or \
+                    not any(self._in_loop_after(u, self.defined[id(v)]) for u in dots):
+                continue
+            g = self.group_of[id(v)]
+            self.staged[id(v)] = Group([v], self.defined[id(v)], g.end, L1, tile_bytes(v.type))
+            self.groups.append(self.staged[id(v)])
+            if len(dots) == len(uses) and g.values == [v]:
+                self._unstaged_ends[id(g)] = g.end
+                g.end = self.defined[id(v)] + 1         # (the copy reads it right after it is made)
+
+    def _in_loop_after(self, op: Op, at: int) -> bool:
+        """Whether ``op`` is inside a loop entered after program point ``at``."""
+        while op is not None:
+            if op.name in LOOPS and self.span[id(op)][0] > at:
+                return True
+            op = op.parent.parent if op.parent is not None else None
+        return False
+
+    def unstage(self) -> None:
+        """Drop the staged operands (L1 has no room for them): dots copy them UB -> L1 as they run."""
+        for g in self.staged.values():
+            self.groups.remove(g)
+        for g in self.groups:
+            g.end = self._unstaged_ends.get(id(g), g.end)
+        self.staged, self._unstaged_ends = {}, {}
 
     def _l1_carries(self, op: Op) -> bool:
         """Dot operand tiles a loop carries (double-buffered loads) stay in L1 — when its init, the

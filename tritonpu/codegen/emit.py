@@ -95,7 +95,6 @@ class Emitter(ScalarEmitter, VectorEmitter, MemoryEmitter, CubeEmitter):
 
     def region(self, ops) -> None:
         outer_temps, outer_scratch, outer_op = self.temp_regs, self.scratch_top, self.op
-        self.__dict__.setdefault("region_staged", []).append([])    # (see op_for)
         for op in ops:
             if id(op) in self.done:         # emitted with the op before it (a dot's scale, by FIX)
                 continue
@@ -109,13 +108,14 @@ class Emitter(ScalarEmitter, VectorEmitter, MemoryEmitter, CubeEmitter):
             if fn is None:
                 self.fail(f"'{op.name}' is not supported on the NPU backend yet")
             fn(op)
+            if "l1_stage" in op.attrs:
+                self.stage_result(op)
             self.flush_spills()
             self._track_pointer(op)
             for r in self.temp_regs:
                 self.free_regs.append(r)
         self.temp_regs, self.scratch_top, self.op = outer_temps, max(outer_scratch, self.scratch_top if
                                                                      outer_op is None else outer_scratch), outer_op
-        self.release_staged(self.region_staged.pop())
 
     def _track_pointer(self, op) -> None:
         """Pointer results point into the parameter their pointer operands point into."""
@@ -389,9 +389,6 @@ class Emitter(ScalarEmitter, VectorEmitter, MemoryEmitter, CubeEmitter):
                 self.zero_l0c(homes[i], self.an.l0c_loops[id(op)][i][0])
         self.parallel_copy([h for i, h in enumerate(homes) if i not in in_l0c],
                            [v for i, v in enumerate(inits) if i not in in_l0c])
-        # loop-invariant dot operands in UB: into L1 once, kept for the rest of this region (the
-        # trips double buffering runs after the loop read them too)
-        self.region_staged[-1] += self.stage_for_loop(op)
         ivr = self.new_reg(iv)
         self.define(iv, ivr)
         head = Instr(f"for {ivr}, {self.scalar(lb)}, {self.scalar(ub)}, {self.scalar(step)}", "S",

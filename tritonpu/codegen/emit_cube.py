@@ -2,7 +2,8 @@
 
 Operands the memory analysis left in L1 (loaded by MTE2 straight from GM, see the cube homes in
 :mod:`analysis`) go L1 -> L0A / L0B on MTE1, transposed on the way when the kernel wrote
-``tl.trans``; operands computed on the vector side go UB -> L1 (MTE3) first.  A's rows are padded
+``tl.trans``; operands computed on the vector side go UB -> L1 (MTE3) first: as the dot runs, or
+once where they are made when buffer planning gave them an L1 tile (``l1_stage``).  A's rows are padded
 to the cube's K0 (32 bytes of the input type), B's and C's to 16 elements.  ``mmad`` accumulates
 in L0C in fp32 / int32: into the loop's accumulator in place when the dot's ``acc`` lives in L0C
 (``init=0``; zeroed before the loop by a product over k = 0, drained once after it); a dot
@@ -35,14 +36,13 @@ def _esize(t: str) -> int:
 
 class CubeEmitter:
     def _l1_base(self) -> int:
-        """Where L1 above the plan starts: after its peak and the operands kept for loops."""
-        return _ceil_to(int(self.fn.attrs.get("l1_peak", 0)), 512) + \
-            sum(_ceil_to(n, 512) for _, n in self._kept().values())
+        """Where L1 above the plan starts."""
+        return _ceil_to(int(self.fn.attrs.get("l1_peak", 0)), 512)
 
-    def _kept(self) -> dict:
-        """id(value) -> ((l1 address, rows, cols, dtype), bytes): dot operands staged into L1 for
-        a whole loop (see stage_for_loop)."""
-        return self.__dict__.setdefault("_kept_l1", {})
+    def _staged(self) -> dict:
+        """id(value) -> (l1 address, rows, cols, dtype): dot operands copied into their planned L1
+        tile once, where they are made (see stage_result)."""
+        return self.__dict__.setdefault("_staged_l1", {})
 
     def _l1_scratch(self, nbytes: int) -> int:
         at = self._l1_base() + getattr(self, "_l1_used", 0)
@@ -63,38 +63,12 @@ class CubeEmitter:
                   [self.acc(t)], [Access("l1", at, at + nbytes)])
         return t, at
 
-    def stage_for_loop(self, loop) -> list:
-        """A dot operand in UB that ``loop``'s body reads but does not compute (FlashAttention's
-        ``q`` scaled before the loop) is staged into L1 once, before the loop, instead of on every
-        trip -- when L1 has room for it beside what the body's dots stage each trip.  Returns the
-        staged values' ids, to release where the region holding the loop ends."""
-        inside = {id(r) for o in loop.walk() for r in o.results} | \
-            {id(a) for o in loop.walk() for r in o.regions for a in r.args}
-        dots = [o for o in loop.walk() if o.name == "dot"]
-        kept = self._kept()
-        cands = {}
-        for d in dots:
-            for v in d.operands[:2]:
-                h = self.val(v) if id(v) not in inside else None
-                if isinstance(h, Tile) and h.space == "ub" and id(v) not in kept:
-                    cands[id(v)] = v
-        if not cands:
-            return []
-
-        def size(v):
-            return _ceil_to(v.type.numel * _esize(asm_type(v.type)), 512)
-        # what a trip still stages per dot: its other UB operands
-        per_trip = max(sum(size(o) for o in d.operands[:2] if id(o) not in cands and id(o) in inside) for d in dots)
-        if self._l1_base() + sum(size(v) for v in cands.values()) + per_trip > self.m.capacity["l1"]:
-            return []
-        for v in cands.values():
-            t, at = self._to_l1(v, self._l1_base())
-            kept[id(v)] = ((at, t.shape[0], t.shape[1], t.dtype), t.numel * t.esize)
-        return list(cands)
-
-    def release_staged(self, ids) -> None:
-        for i in ids:
-            self._kept().pop(i, None)
+    def stage_result(self, op) -> None:
+        """Copy the result of ``op`` UB -> L1 into the tile buffer planning gave it there
+        (``l1_stage``: a dot operand computed before the loop whose dots read it,
+        ``cube_homes._staged_operands``)."""
+        t, at = self._to_l1(op.result, op.attrs["l1_stage"])
+        self._staged()[id(op.result)] = (at, t.shape[0], t.shape[1], t.dtype)
 
     def _stage(self, v, tin: str, role: str):
         """(l1 address, rows and bytes per row as stored, transposed?) for a dot operand."""
@@ -104,8 +78,8 @@ class CubeEmitter:
                 return h.addr, h.shape[0], h.shape[1], False
             # a transposed view of a dense L1 tile: stored (cols x rows)
             return h.addr, h.shape[1], h.shape[0], True
-        if id(v) in self._kept():                           # staged once before the loop
-            (at, rows, cols, dtype), _ = self._kept()[id(v)]
+        if id(v) in self._staged():                         # copied once where it was made
+            at, rows, cols, dtype = self._staged()[id(v)]
             if dtype != tin:
                 self.fail(f"dot operands must have one element type, got {dtype} and {tin}")
             return at, rows, cols, False

@@ -21,7 +21,7 @@ def _fail(op: Op, msg: str):
 
 
 # Attributes later passes may put on any op (buffer planning's on-chip addresses).
-PLANNING_ATTRS = ("ub", "ub_out", "ub_carry", "l1", "l1_out", "l1_carry", "l0c", "l0c_out", "l0c_carry")
+PLANNING_ATTRS = ("ub", "ub_out", "ub_carry", "l1", "l1_out", "l1_carry", "l1_stage", "l0c", "l0c_out", "l0c_carry")
 
 
 def _broadcastable(shape, to) -> bool:

@@ -17,7 +17,10 @@ stands.  The chunks of rows of an epilogue (``rows_chunk``, passes/epilogue_rows
 apart when the space has room: each chunk's drained rows clear of the chunk before, its stored
 tiles clear of the chunk after.  An L1 panel (``panel_tile``, passes/panel_reuse.py) holds
 tiles for the core's later programs: its region, the size of the largest panel, is L1's first
-bytes for the whole kernel, and everything else in L1 is planned after it.
+bytes for the whole kernel, and everything else in L1 is planned after it.  A dot operand staged
+into L1 once (``cube_homes._staged_operands``) gets its L1 address as ``l1_stage`` on the op that
+makes it -- when L1 holds those tiles beside the rest of its plan and what the dots still copy
+there as they run; otherwise none is staged.
 """
 from __future__ import annotations
 
@@ -25,7 +28,7 @@ import contextvars
 import copy
 
 from tritonpu.codegen.analysis import L1, ONCHIP, REUSE_LOADED, UB, Analysis
-from tritonpu.codegen.homes import panel_slot_bytes
+from tritonpu.codegen.homes import panel_slot_bytes, tile_bytes
 from tritonpu.errors import CompilationError
 from tritonpu.ir.ops import TILE_LOADS
 from tritonpu.isa.machines import machine as get_machine
@@ -296,6 +299,30 @@ def _chunk_spans(an: Analysis, ops, out: dict) -> None:
                 out[id(g)] = (g.start, spans[q + 1][1])
 
 
+def _dot_scratch(an: Analysis) -> int:
+    """The L1 a dot needs above the plan at most: its operands in UB, copied there as it runs (see
+    codegen/emit_cube.py; what is staged once is planned)."""
+    need = 0
+    for op in an.fn.walk():
+        if op.name == "dot":
+            need = max(need, sum(_align(tile_bytes(v.type), 512) for v in op.operands[:2]
+                                 if an.home.get(id(v)) == UB and id(v) not in an.staged))
+    return need
+
+
+def _room_for_staged(an: Analysis, earlies, m, fn) -> bool:
+    """Whether L1 holds the plan with the staged dot operands (cube_homes._staged_operands) beside
+    what the dots still copy as they run."""
+    groups = [g for g in an.groups if g.home == L1]
+    panels, region = _panels(groups)
+    groups = [g for g in groups if not any(g is p for p in panels)]
+    try:
+        _fit(groups, earlies, m.align[L1], m.capacity[L1] - region - _dot_scratch(an), L1, {}, fn)
+    except CompilationError:
+        return False
+    return True
+
+
 def _plan(fn, machine):
     m = get_machine(machine)
     an = Analysis(fn)
@@ -310,6 +337,8 @@ def _plan(fn, machine):
     earlies = [both, early, apart] if apart else [early]
     an.early_starts = False             # (whether the plan used them: see EARLY_STARTS)
     an.chunks_apart = not apart         # (whether the chunks of rows are planned apart, if any)
+    if an.staged and not _room_for_staged(an, earlies, m, fn):
+        an.unstage()
     for space in ONCHIP:
         groups = [g for g in an.groups if g.home == space]
         panels, region = _panels(groups) if space == L1 else ([], 0)
@@ -349,6 +378,7 @@ def annotate(fn, an: Analysis, addr_of: dict) -> None:
         return addr_of.get(id(g))
 
     for op in fn.walk():
+        op.attrs.pop("l1_stage", None)
         for space in ONCHIP:
             for k in (space, space + "_out"):
                 op.attrs.pop(k, None)
@@ -372,6 +402,8 @@ def annotate(fn, an: Analysis, addr_of: dict) -> None:
                 op.attrs[key] = addrs[0]
             else:
                 op.attrs[key] = [x if x is not None else -1 for x in addrs]
+    for i, g in an.staged.items():
+        g.first.owner.attrs["l1_stage"] = addr_of[id(g)]     # (copied there once it is made)
 
 
 @register

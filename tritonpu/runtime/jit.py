@@ -57,10 +57,13 @@ class LaunchHandle:
     backend: str
     stats: object = None
     notes: list = field(default_factory=list)     # what the launch's options did not do
+    ran: dict = None                              # the stages this launch ran (see ``asm``)
 
     @property
     def asm(self) -> dict:
-        return self.kernel.asm
+        """The text of every stage this launch ran (a later launch of the kernel with other options
+        compiles other stages; this handle keeps its own)."""
+        return self.ran if self.ran is not None else self.kernel.asm
 
     @property
     def name(self) -> str:
@@ -560,6 +563,7 @@ class JITFunction:
             scalars = {p.name: a for p, a in zip(kernel.fn.args, arrays) if not p.type.is_ptr}
             hint = size_that_fits(self, bound, options, scalars)
             raise CompilationError(e.message + hint, e.file, e.line, e.col) from None
+        handle.ran = kernel.asm         # (the NPU backend replaces the dict when its stages change)
         if notes and handle.stats is not None and hasattr(handle.stats, "notes"):
             handle.stats.notes = list(handle.stats.notes or []) + notes
         hooks.launched(self, handle, options)
