@@ -32,7 +32,9 @@ for all of them) plus the cube cycles of the core's other programs -- and ``of b
 bound / cycles;
 ``overlap``: the busiest pipe's busy cycles on the slowest core / cycles (1.0: that pipe never
 idles). Results are checked against numpy. Sanitizer off. ``--quick``: 1024^3 only, attention
-at 2 heads.
+at 2 heads. ``--ddr-at-l2-rate``: a what-if, not the preset -- lines read for the first time in a
+launch come at the L2 rate too, so what is left of a gap to the tile bound (which counts every
+byte at the L2 rate) is not DDR's.
 """
 from __future__ import annotations
 
@@ -307,13 +309,19 @@ def main(argv=None):
                     help="comma-separated subset: tutorial,plain,attention,layouts,ragged,oneblock")
     ap.add_argument("--sizes", default="", help="matmul sizes, e.g. 1024,2048 (default 1024,2048)")
     ap.add_argument("--configs", default="", help="tutorial configs, e.g. 128x256x64,64x32x32 (default: all)")
+    ap.add_argument("--ddr-at-l2-rate", action="store_true",
+                    help="what-if, not the preset: first reads of a line at the L2 rate too (how much of a gap is DDR's)")
     args = ap.parse_args(argv)
+    if args.ddr_at_l2_rate:
+        for m in {id(m): m for m in MACHINES.values()}.values():
+            object.__setattr__(m, "ddr_bytes_per_cycle", m.l2_bytes_per_cycle)
     only = set(filter(None, args.only.split(",")))
     sizes = [int(s) for s in args.sizes.split(",") if s] or ([1024] if args.quick else [1024, 2048])
     configs = [tuple(int(x) for x in c.split("x")) for c in args.configs.split(",") if c] or \
         list(TUTORIAL_CONFIGS + EXTRA_CONFIGS)
     rng = np.random.default_rng(0)
-    print("sanitize=False; simulated cycles")
+    print("sanitize=False; simulated cycles" + ("; WHAT-IF: DDR at the L2 rate (not the preset)"
+                                                 if args.ddr_at_l2_rate else ""))
     print(HEADER)
     summary = []
     if not only or "tutorial" in only:
