@@ -232,7 +232,10 @@ class CubeHomes:
                     self.home[id(v)] = L0C
                 self.l0c_stored.setdefault(id(op), {})[i] = tuple(path[1:])
                 continue
-            stored = self._stored_by_fix(final)
+            # (or stored in one branch, read a few rows at a time in the other: a guarded tile
+            # store and its element-by-element fallback, passes/element_rows.py)
+            rest = [(u, k) for u, k in uses if not _whole_rows(u)]
+            stored = self._stored_by_fix(final, rest if len(rest) < len(uses) else None)
             if stored is not None:
                 path.append(stored)
                 for v in path:
@@ -309,13 +312,14 @@ class CubeHomes:
         return user.name == "dot" and index == 2 and user.parent is op.parent and \
             user.result.type == op.result.type
 
-    def _stored_by_fix(self, v):
-        """The value FIX stores to GM when ``v``'s one use is a 2-D row-major store, or a float cast
-        of it only stored that way (FIX converts on the way); else None."""
-        uses = self.users.get(id(v), [])
+    def _stored_by_fix(self, v, uses=None):
+        """The value FIX stores to GM when ``v``'s one use (of ``uses``, if given: the others read
+        it a few rows at a time) is a 2-D row-major store, or a float cast of it only stored that
+        way (FIX converts on the way); else None."""
+        uses = self.users.get(id(v), []) if uses is None else uses
         cast = uses[0][0] if len(uses) == 1 and uses[0][0].name == "cast" \
             and v.type.scalar.is_float and uses[0][0].result.type.scalar.is_float else None
-        return v if self._stored_row_major_only(v) else \
+        return v if self._stored_row_major_only(v, uses) else \
             cast.result if cast is not None and self._stored_row_major_only(cast.result) else None
 
     def _zero_accumulator(self, v) -> bool:
@@ -361,9 +365,10 @@ class CubeHomes:
             return all(r.terminator is not None and self._l0c_value(r.terminator.operands[j]) for r in o.regions)
         return False
 
-    def _stored_row_major_only(self, v) -> bool:
-        """``v``'s one use is the value of a 2-D ``store_tile`` with unit column stride."""
-        uses = self.users.get(id(v), [])
+    def _stored_row_major_only(self, v, uses=None) -> bool:
+        """``v``'s one use (of ``uses``, if given) is the value of a 2-D ``store_tile`` with unit
+        column stride."""
+        uses = self.users.get(id(v), []) if uses is None else uses
         if len(uses) != 1 or len(v.type.shape) != 2:
             return False
         u, k = uses[0]

@@ -30,7 +30,7 @@ from tritonpu.passes.specialize import launch_values
 
 # The passes the NPU path runs, in order (each is a file in tritonpu/passes/).
 NPU_PIPELINE = ["canonicalize", "memory-analysis", "cse", "trip-extents", "fusion", "unswitch", "dce", "tiling",
-                "epilogue-rows", "persistent",
+                "epilogue-rows", "element-rows", "persistent",
                 "versioning", "hoist", "stagger", "panel-reuse", "double-buffer", "cleanup", "buffer-planning"]
 # The optional stages after ISA emission (each a file in tritonpu/codegen/), before sync insertion.
 CODEGEN_PASSES = ("l0c-ring",)

@@ -316,8 +316,11 @@ def _room_for_staged(an: Analysis, earlies, m, fn) -> bool:
     groups = [g for g in an.groups if g.home == L1]
     panels, region = _panels(groups)
     groups = [g for g in groups if not any(g is p for p in panels)]
+    cap = m.capacity[L1] - region - _dot_scratch(an)
+    if cap <= 0:
+        return False
     try:
-        _fit(groups, earlies, m.align[L1], m.capacity[L1] - region - _dot_scratch(an), L1, {}, fn)
+        _fit(groups, earlies, m.align[L1], cap, L1, {}, fn)
     except CompilationError:
         return False
     return True

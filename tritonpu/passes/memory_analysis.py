@@ -23,7 +23,8 @@ the tile up to the wrap, padded past it -- one form whether the block wraps or n
 the first and last conditions only.  A lower bound ``c + i_d >= 0`` (a block pointer's boundary
 check) whose ``c`` is not provably >= 0 is likewise an assumption the access is guarded by, the
 other branch keeping the op.  The pure ops that only a guard's other branch reads (the op's pointer
-block and mask) move into that branch, so the structured path does not compute them.  Everything
+block and mask) move into that branch, so the structured path does not compute them; a block both
+branches read and nothing else (the value a guarded store stores) is computed in each.  Everything
 else is left as it is (the NPU back end then
 moves it element by element).  The rewrite keeps the program's meaning exactly: the same
 elements are read and written, masked-off elements are neither read nor written (and stored
@@ -64,7 +65,7 @@ class MemoryAnalysis(Pass):
         self.guards: list = []
         self._region(fn.body)
         for guard in self.guards:   # what only the other branch reads is computed there
-            sink_into_branches(fn, guard.parent, guard, only=(1,))
+            sink_into_branches(fn, guard.parent, guard, only=(1,), copy=True)
 
     def _region(self, region: Region) -> None:
         new_ops = []

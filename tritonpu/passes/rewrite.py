@@ -334,12 +334,13 @@ def shift_rows(op: Op, off: Value, t: int, new) -> None:
     op.operands[1 + rank] = new("minimum", [left, new("constant", [], T.i64, value=t)], T.i64)
 
 
-def sink_into_branches(fn: Function, region: Region, outer: Op, only=(0, 1)) -> None:
+def sink_into_branches(fn: Function, region: Region, outer: Op, only=(0, 1), copy=False) -> None:
     """Pure ops before ``outer`` (an ``if`` in ``region``) used only inside one of its branches
     (of those ``only`` names: 0 then, 1 else) move into that branch: the other path does not
-    compute them, nor keep their values alive."""
-    inside = [set(id(o) for top in r.ops for o in top.walk()) if k in only else set()
-              for k, r in enumerate(outer.regions)]
+    compute them, nor keep their values alive.  ``copy``: a pure op making a block used only
+    inside ``outer``, in both branches, is computed in each instead (once on either path: a branch
+    that stores it may then take it where it is, an accumulator in L0C)."""
+    inside = [set(id(o) for top in r.ops for o in top.walk()) for r in outer.regions]
     users: dict = {}
     for o in fn.walk():
         for v in o.operands:
@@ -352,13 +353,33 @@ def sink_into_branches(fn: Function, region: Region, outer: Op, only=(0, 1)) -> 
             if o.regions or o.opdef.effects or o.opdef.terminator or not o.results:
                 continue
             us = [u for r in o.results for u in users.get(id(r), [])]
+            if not us:
+                continue
             for k, ids in enumerate(inside):
-                if us and all(id(u) in ids for u in us):
+                if k in only and all(id(u) in ids for u in us):
                     region.ops.remove(o)
                     outer.regions[k].ops.insert(0, o)
                     o.parent = outer.regions[k]
                     ids.add(id(o))
                     moved = True
                     break
+            if not moved and copy and len(o.results) == 1 and o.result.type.is_block and \
+                    all(id(u) in inside[0] | inside[1] for u in us):
+                region.ops.remove(o)
+                for v in o.operands:
+                    users[id(v)] = [u for u in users.get(id(v), []) if u is not o]
+                for k, ids in enumerate(inside):
+                    mapping: dict = {}
+                    c = clone_op(o, mapping)
+                    for u in us:
+                        if id(u) in ids:
+                            u.operands = [c.result if v is o.result else v for v in u.operands]
+                    outer.regions[k].ops.insert(0, c)
+                    c.parent = outer.regions[k]
+                    ids.add(id(c))
+                    users[id(c.result)] = [u for u in us if id(u) in ids]
+                    for v in c.operands:
+                        users.setdefault(id(v), []).append(c)
+                moved = True
             if moved:
                 break
