@@ -134,3 +134,6 @@ def test_grouped_block_pointer_matmul_at_128x128_compiles_and_stores_c_from_l0c(
                                atol=2e-2)
     assert "l0c->ub" not in h.stats.bytes_by_path and h.stats.bytes_by_path["l0c->gm"] == M * N * 2
     assert 'slice %' in h.asm["element-rows"]
+    # the emitter's notes about element-by-element code, once each with how many places
+    stores = [n for n in h.stats.notes if "store of tensor<16x128xf16> moves one element per segment" in n]
+    assert len(stores) == 1 and stores[0].endswith("(8 places in the assembly)"), h.stats.notes

@@ -66,6 +66,16 @@ class NpuKernel:
         return ok
 
 
+def _each_once(notes: list) -> list:
+    """The emitter's notes, each once in order, with how many places of the assembly it is about
+    (the passes copy code -- a loop's versions, its unrolled trips, an access's chunks of rows --
+    so one source line may be emitted several times)."""
+    counts: dict = {}
+    for n in notes:
+        counts[n] = counts.get(n, 0) + 1
+    return [n if k == 1 else f"{n} ({k} places in the assembly)" for n, k in counts.items()]
+
+
 def _skipped(options: dict | None) -> frozenset:
     """The optional stages these options leave out -- everything in the options (and environment)
     that decides which stages run: ``pipeline_for``, ``codegen_passes_for`` and the compilation
@@ -216,7 +226,7 @@ def _compile_npu(ir_text: str, options, print_after) -> NpuKernel:
     lines = header + render(program_loop.body)
     text = "\n".join(lines) + "\n"
     out.asm["isa"] = text
-    out.notes = em.notes
+    out.notes = _each_once(em.notes)
     out.ub_bytes = em.scratch_high
     out.zeros_bytes = getattr(em, "zeros_bytes", 0)
     out.sync_pairs = report.pairs
