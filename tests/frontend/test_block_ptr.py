@@ -245,17 +245,36 @@ def test_block_offsets_the_compiler_cannot_bound_are_guarded_not_moved_element_b
         assert "mov.gm.l1.f16" in ran and not elementwise, elementwise
 
 
-def test_an_element_by_element_access_that_overflows_ub_is_named_as_such():
-    """At 128x128 the guard's other branch (element by element) needs the store's 128x128 int64
-    addresses in UB: the error names them as such -- it said "a tensor<128x128xi64> value", nothing
-    the kernel wrote -- and points at the store."""
+def test_block_offsets_from_memory_at_128x128_compile_and_are_right():
+    """At 128x128 the guard's other branch (element by element) needed the loads' and the store's
+    int64 addresses in UB at once and the kernel did not compile ("the addresses of an
+    element-by-element store ... alone takes 131072 bytes"); element-rows now does those accesses
+    16 KiB of addresses at a time (tests/passes/test_element_rows.py)."""
     M = N = K = 256
-    a, b = np.zeros((M, K), np.float16), np.zeros((K, N), np.float16)
-    offs = np.zeros(8, np.int32)
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal((M, K)).astype(np.float16)
+    b = rng.standard_normal((K, N)).astype(np.float16)
+    offs = np.array([[m, n] for m in (0, 128) for n in (128, 0)], np.int32).reshape(-1)
+    c = np.zeros((M, N), np.float16)
+    bp_matmul_listed[(4,)](a, b, c, offs, M, N, K, BM=128, BN=128, BK=32, backend="npu")
+    np.testing.assert_allclose(c.astype(np.float32), a.astype(np.float32) @ b.astype(np.float32), rtol=2e-2, atol=5e-2)
+
+
+@triton.jit
+def bump_from_column_one(x_ptr, N: tl.constexpr):
+    r = tl.arange(0, N)
+    p = x_ptr + r[:, None] * N + r[None, :]
+    m = r[None, :] >= 1                 # a lower bound: element by element
+    tl.store(p, tl.load(p, mask=m) + 1, mask=m)
+
+
+def test_an_element_by_element_access_that_overflows_ub_is_named_as_such():
+    """One block of addresses read and written element by element (it cannot be split by rows:
+    both accesses use it): the error names it as such -- not "a tensor<128x128xptr<f32>> value",
+    nothing the kernel wrote -- with the block's own type, and points at the pointer's line."""
     with pytest.raises(triton.CompilationError) as e:
-        bp_matmul_listed[(4,)](a, b, np.zeros((M, N), np.float16), offs, M, N, K, BM=128, BN=128, BK=32,
-                               backend="npu")
+        bump_from_column_one[(1,)](np.zeros((128, 128), np.float32), N=128, backend="npu")
     msg = str(e.value)
-    assert "the addresses of an element-by-element store (not a tile the compiler moves whole) " \
-           "(tensor<128x128xi64>) alone takes 131072 bytes; use smaller blocks" in msg, msg
-    assert "tl.store(c_bp" in msg.splitlines()[-2], msg
+    assert "the addresses of an element-by-element load and store (not a tile the compiler moves whole) " \
+           "(tensor<128x128xptr<f32>>) alone takes 131072 bytes; use smaller blocks" in msg, msg
+    assert "p = x_ptr + r[:, None] * N + r[None, :]" in msg.splitlines()[-2], msg

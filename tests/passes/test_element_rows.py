@@ -49,6 +49,21 @@ def test_a_store_whose_pointers_do_not_fit_is_done_sixteen_rows_at_a_time():
     assert out.count("cmp %cc") == 1 and "tensor<128x128" not in out, out
 
 
+def test_a_load_whose_pointers_do_not_fit_is_read_in_chunks_into_its_block():
+    # the same addresses read: 8 chunks of 16 rows, each written into the result in row order,
+    # starting from zeros; what read the load reads the last insert_slice
+    text = SCATTER.replace("  %vs = splat %v : tensor<128x128xf32>\n  store %yp, %vs, %mb\n",
+                           "  %ld = load %yp, %mb : tensor<128x128xf32>\n"
+                           "  %sum = reduce %ld {axis = 1, op = \"sum\"} : tensor<128xf32>\n")
+    out = run_text(text, ["element-rows"])
+    checks = "CHECK: = constant {value = 0.0} : f32\nCHECK-NEXT: = splat %\n" + "\n".join(f"""
+        CHECK: slice %r {{offsets = [{c}]}} : tensor<16xi32>
+        CHECK: = load %
+        CHECK-NEXT: = insert_slice %""" for c in range(0, 128, 16))
+    filecheck(out, checks + "\nCHECK-NEXT: %sum = reduce %ld_")
+    assert out.count(" = load ") == 8 and "{offsets = [112, 0]}" in out, out
+
+
 def test_a_store_that_fits_is_left_as_it_is():
     small = SCATTER.replace("128", "32").replace("{value = 32}", "{value = 32}")
     out = run_text(small, ["element-rows"])
@@ -123,17 +138,97 @@ def _mm_grouped_block_ptr(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl
     tl.store(c_bp, acc.to(tl.float16), boundary_check=(0, 1))
 
 
-def test_grouped_block_pointer_matmul_at_128x128_compiles_and_stores_c_from_l0c():
+@pytest.mark.parametrize("bm,bn,bk", [(128, 128, 32), (128, 128, 64), (128, 256, 64)])
+def test_grouped_block_pointer_matmul_compiles_and_stores_c_from_l0c(bm, bn, bk):
+    """Before: 312960 / 207104 bytes of UB at 128x128 (the guard's other branch held the store's and
+    the loads' pointer blocks whole); at 128x256 tiling rejected the store's 256 KiB offsets."""
     M, N, K = 384, 256, 128
-    rng = np.random.default_rng(7)
+    rng = np.random.default_rng(bk)
     a = rng.standard_normal((M, K)).astype(np.float16)
     b = rng.standard_normal((K, N)).astype(np.float16)
     c = np.zeros((M, N), np.float16)
-    h = _mm_grouped_block_ptr[(6,)](a, b, c, M, N, K, BM=128, BN=128, BK=32, GROUP_M=8)
+    h = _mm_grouped_block_ptr[((M // bm) * (N // bn),)](a, b, c, M, N, K, BM=bm, BN=bn, BK=bk, GROUP_M=8)
     np.testing.assert_allclose(c.astype(np.float64), a.astype(np.float64) @ b.astype(np.float64), rtol=1e-2,
                                atol=2e-2)
     assert "l0c->ub" not in h.stats.bytes_by_path and h.stats.bytes_by_path["l0c->gm"] == M * N * 2
     assert 'slice %' in h.asm["element-rows"]
     # the emitter's notes about element-by-element code, once each with how many places
-    stores = [n for n in h.stats.notes if "store of tensor<16x128xf16> moves one element per segment" in n]
-    assert len(stores) == 1 and stores[0].endswith("(8 places in the assembly)"), h.stats.notes
+    t = 16 * 1024 // (bn * 8)
+    stores = [n for n in h.stats.notes if f"store of tensor<{t}x{bn}xf16> moves one element per segment" in n]
+    assert len(stores) == 1 and stores[0].endswith(f"({bm // t} places in the assembly)"), h.stats.notes
+
+
+def test_tiling_leaves_a_block_only_stored_element_by_element_to_this_pass():
+    # a 64x1024 fp32 block (256 KiB, more than UB) computed only for an element-by-element store:
+    # tiling used to reject it ("larger than the Unified Buffer"); it is computed and stored two
+    # rows (16 KiB of pointers) at a time, and the function fits
+    text = """
+func @k(%x: ptr<f32>, %y: ptr<f32>) {
+  %xs = splat %x : tensor<1024xptr<f32>>
+  %v = load %xs : tensor<1024xf32>
+  %ve = expand_dims %v {axis = 0} : tensor<1x1024xf32>
+  %vb = broadcast %ve : tensor<64x1024xf32>
+  %w = add %vb, %vb : tensor<64x1024xf32>
+  %ys = splat %y : tensor<64x1024xptr<f32>>
+  store %ys, %w
+  return
+}
+"""
+    out = run_text(text, ["tiling", "element-rows", "buffer-planning"])
+    assert out.count("store ") == 32 and out.count(" = add ") == 32 and "tensor<64x1024" not in out, out
+    assert "ub_peak" in out
+
+
+@tritonpu.jit
+def _attention_varlen(Q, K, V, O, cu, sm_scale, stride_s, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                      D: tl.constexpr):
+    # variable-length sequences packed one after another (cu_seqlens), block pointers from memory offsets
+    pid_m = tl.program_id(0)
+    b = tl.program_id(1)
+    start = tl.load(cu + b)
+    end = tl.load(cu + b + 1)
+    seq = end - start
+    if pid_m * BLOCK_M >= seq:
+        return
+    qp = tl.make_block_ptr(Q, (end, D), (stride_s, 1), (start + pid_m * BLOCK_M, 0), (BLOCK_M, D), (1, 0))
+    kp = tl.make_block_ptr(K, (end, D), (stride_s, 1), (start, 0), (BLOCK_N, D), (1, 0))
+    vp = tl.make_block_ptr(V, (end, D), (stride_s, 1), (start, 0), (BLOCK_N, D), (1, 0))
+    q = tl.load(qp, boundary_check=(0, 1), padding_option="zero")
+    m_i = tl.zeros([BLOCK_M], dtype=tl.float32) - float("inf")
+    l_i = tl.zeros([BLOCK_M], dtype=tl.float32)
+    acc = tl.zeros([BLOCK_M, D], dtype=tl.float32)
+    offs_n = tl.arange(0, BLOCK_N)
+    for n0 in range(0, seq, BLOCK_N):
+        k = tl.load(kp, boundary_check=(0, 1), padding_option="zero")
+        v = tl.load(vp, boundary_check=(0, 1), padding_option="zero")
+        s = tl.where((n0 + offs_n)[None, :] < seq, tl.dot(q, tl.trans(k)) * sm_scale, -float("inf"))
+        m_new = tl.maximum(m_i, tl.max(s, 1))
+        alpha = tl.exp(m_i - m_new)
+        p = tl.exp(s - m_new[:, None])
+        l_i = l_i * alpha + tl.sum(p, 1)
+        acc = acc * alpha[:, None] + tl.dot(p.to(tl.float16), v)
+        m_i = m_new
+        kp = tl.advance(kp, (BLOCK_N, 0))
+        vp = tl.advance(vp, (BLOCK_N, 0))
+    op = tl.make_block_ptr(O, (end, D), (stride_s, 1), (start + pid_m * BLOCK_M, 0), (BLOCK_M, D), (1, 0))
+    tl.store(op, (acc / l_i[:, None]).to(tl.float16), boundary_check=(0, 1))
+
+
+def test_varlen_attention_with_block_pointers_at_128x64():
+    """cu_seqlens offsets the compiler cannot bound: every q / k / v load and the store is guarded,
+    the other branches element by element -- at 128x64 blocks, head dim 128, that did not fit UB
+    ("needs 201728 bytes"); the accesses' addresses now come a few rows at a time."""
+    lens = [200, 77, 129]
+    cu = np.concatenate([[0], np.cumsum(lens)]).astype(np.int32)
+    T, D = int(cu[-1]), 128
+    rng = np.random.default_rng(11)
+    q, k, v = ((rng.standard_normal((T, D)) * 0.5).astype(np.float16) for _ in range(3))
+    o = np.zeros_like(q)
+    _attention_varlen[(2, len(lens))](q, k, v, o, cu, D ** -0.5, D, BLOCK_M=128, BLOCK_N=64, D=D)
+    want = np.zeros((T, D))
+    for s0, s1 in zip(cu[:-1], cu[1:]):
+        qq, kk, vv = (x[s0:s1].astype(np.float64) for x in (q, k, v))
+        s = qq @ kk.T / np.sqrt(D)
+        p = np.exp(s - s.max(1, keepdims=True))
+        want[s0:s1] = (p / p.sum(1, keepdims=True)) @ vv
+    np.testing.assert_allclose(o.astype(np.float64), want, rtol=2e-2, atol=2e-2)

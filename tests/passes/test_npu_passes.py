@@ -773,9 +773,13 @@ func @k(%x: ptr<f32>, %y: ptr<f32>) {
   %w = add %vb, %vb : tensor<64x1024xf32>
   %ys = splat %y : tensor<64x1024xptr<f32>>
   store %ys, %w
+  %r = reduce %w {axis = 0, op = "sum"} : tensor<1024xf32>
+  store %xs, %r
   return
 }
 """
+    # (%w only stored element by element: element-rows stores it a few rows at a time instead;
+    # read by a reduction too, it must be whole)
     fn = parse_function(with_locs(text))
     with pytest.raises(CompilationError) as ei:
         PassManager(["tiling"]).run(fn)

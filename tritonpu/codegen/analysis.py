@@ -16,8 +16,8 @@
   it its UB buffer is free after the copy (buffer planning drops the L1 tiles if L1 has no room).
 * **Views.**  ``expand_dims``, ``reshape``, ``broadcast``, ``permute`` and same-width ``bitcast``
   make no copy: their result is a strided view of their operand's buffer.
-* **In place.**  A one-instruction elementwise op (and a dot over its vector ``acc``) may write its
-  result over an operand it reads last, except a loaded tile (its buffer belongs to its transfers, so that the next load into it
+* **In place.**  A one-instruction elementwise op (and a dot over its vector ``acc``, an
+  ``insert_slice`` over the block it writes into) may write its result over an operand it reads last, except a loaded tile (its buffer belongs to its transfers, so that the next load into it
   does not wait for the store of the result) — unless the function carries ``reuse_loaded_tiles``,
   which buffer planning sets when the kernel fits UB only that way.
 * **Groups and live intervals.**  Ops are numbered in program order (an op with regions gets a
@@ -85,10 +85,11 @@ class Analysis(CubeHomes, Coalescing):
                 # A one-instruction elementwise op may write its result over an operand it reads
                 # (in place); any other op reads its operands until it ends.
                 at = start if in_place_ok(op) else start + 1
-                for v in op.operands:
+                for k, v in enumerate(op.operands):
                     # a loaded tile's buffer belongs to its transfers: computing over it in place would
                     # make the next load into it wait for the store of the result
-                    self._use(v, start + 1 if loaded(v) and not reuse_loaded else at, loops)
+                    mine = at if op.name != "insert_slice" or k else start   # (written into its block)
+                    self._use(v, start + 1 if loaded(v) and not reuse_loaded else mine, loops)
                     if (pt := panel_tile_of(v)) is not None:
                         # who reads a panel's tile reads its slot register and waits on a miss
                         for w in pt.operands[:2]:

@@ -84,9 +84,10 @@ def _first_fit(groups, align: int, cap: int, space: str, addr_of: dict, fn=None)
         where = next((x.owner.loc for x in live.values if x.owner is not None), None)
         name = f"`{v.name}`" if v.name else _addresses(v, fn) or f"a {v.type} value"
         full = {"ub": "Unified Buffer", "l1": "L1", "l0c": "L0C"}[space]
+        ty = max((x.type for x in live.values), key=tile_bytes)   # (the group's largest: a view may be smaller)
         raise CompilationError.at(
             f"the kernel needs {peak} bytes of {full} at once but {space.upper()} holds {cap}: {name} "
-            f"({v.type}) alone takes {live.bytes} bytes; use smaller blocks", where)
+            f"({ty}) alone takes {live.bytes} bytes; use smaller blocks", where)
     return peak
 
 

@@ -36,18 +36,10 @@ from tritonpu.codegen.homes import const_value
 from tritonpu.ir import Function, Op
 from tritonpu.ir import types as T
 from tritonpu.passes.manager import Pass, register
-from tritonpu.passes.rewrite import ELEMENTWISE_KINDS, clone_op, fits_on_chip, shift_rows, split_that_fits
+from tritonpu.passes.rewrite import ELEMENTWISE_KINDS, clone_op, fits_on_chip, shift_rows, split_that_fits, users_of
 
 _EPILOGUE_OPS = {"cast", "expand_dims"}
 _UNIFORM = ("splat", "constant")        # block values the same in every row
-
-
-def _users(fn) -> dict:
-    out: dict = {}
-    for o in fn.walk():
-        for i, v in enumerate(o.operands):
-            out.setdefault(id(v), []).append((o, i))
-    return out
 
 
 def _epilogue(loop: Op, r, users):
@@ -148,7 +140,7 @@ class EpilogueRows(Pass):
     def run(self, fn: Function) -> None:
         if fits_on_chip(fn):
             return
-        users = _users(fn)
+        users = users_of(fn)
         ops = list(fn.walk())
         for loop in [o for o in ops if _in_body_or_loop(o, fn) and
                      (o.name in ("for", "if") or _fresh_product(o))]:
@@ -162,7 +154,7 @@ class EpilogueRows(Pass):
 
                 def split(f, t, k=k, j=j):
                     lp = list(f.walk())[k]
-                    got = _epilogue(lp, lp.results[j], _users(f))
+                    got = _epilogue(lp, lp.results[j], users_of(f))
                     if got is None:
                         return False
                     _chunk(lp, lp.results[j], got[0], got[1], t)

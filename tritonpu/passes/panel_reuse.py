@@ -55,7 +55,7 @@ from tritonpu.ir import types as T
 from tritonpu.passes.manager import Pass, register
 from tritonpu.passes.persistent import is_program_loop
 from tritonpu.passes.rewrite import (TILE_LOADS, LoopView, clone_op, positive_step, region_of, root, trip_count,
-                                     trip_work, written_by)
+                                     trip_work, users_of, written_by)
 from tritonpu.passes.specialize import decide, launch_value
 
 MAX_CANDIDATES = 2          # the panel holds one operand at a time; a dot has two
@@ -94,14 +94,6 @@ def _loops(region, path):
                 yield from _loops(r, path + [(op, r)])
 
 
-def _users(fn: Function) -> dict:
-    out: dict = {}
-    for o in fn.walk():
-        for i, v in enumerate(o.operands):
-            out.setdefault(id(v), []).append((o, i))
-    return out
-
-
 @register
 class PanelReuse(Pass):
     name = "panel-reuse"
@@ -113,7 +105,7 @@ class PanelReuse(Pass):
         written = written_by(fn.body.ops)
         if P is None or None in written:
             return
-        users = _users(fn)
+        users = users_of(fn)
         for F, path in _loops(P.regions[0], []):
             if str(F.attrs.get("stagger", "")).startswith("on") or F.attrs.get("double_buffer") or \
                     not positive_step(F.operands[2]):

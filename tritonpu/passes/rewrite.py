@@ -294,6 +294,41 @@ def fits_on_chip(fn, reuse=False, apart=False) -> bool:
     return an.chunks_apart or not apart
 
 
+def users_of(fn) -> dict:
+    """id(value) -> [(op, operand index)] for every use in ``fn``."""
+    out: dict = {}
+    for o in fn.walk():
+        for i, v in enumerate(o.operands):
+            out.setdefault(id(v), []).append((o, i))
+    return out
+
+
+def feeds_element_access(fn, v) -> bool:
+    """Whether the 2-D block ``v`` (of more than one row) leads, through pure ops making such
+    blocks, only to the operands of one 2-D element-by-element ``load`` or ``store`` (which
+    passes/element_rows.py can do a few rows at a time, computing ``v`` again per chunk)."""
+    def two_d(x):
+        return x.type.is_block and len(x.type.shape) == 2 and x.type.shape[0] > 1
+    users = users_of(fn)
+    todo, seen, accesses = [v], set(), set()
+    while todo:
+        x = todo.pop()
+        if id(x) in seen:
+            continue
+        seen.add(id(x))
+        uses = [u for u, _ in users.get(id(x), [])]
+        if not two_d(x) or not uses:
+            return False
+        for u in uses:
+            if u.name in ("load", "store") and two_d(u.operands[0]):
+                accesses.add(id(u))
+                continue
+            if u.regions or u.opdef.effects or len(u.results) != 1:
+                return False
+            todo.append(u.result)
+    return len(accesses) == 1
+
+
 def copy_function(fn):
     """An independent copy of ``fn`` (through its text) to try a rewrite on."""
     from tritonpu.ir import parse_function, print_function

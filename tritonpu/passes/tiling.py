@@ -22,7 +22,7 @@ from tritonpu.ir import Function, Op, Value
 from tritonpu.ir import types as T
 from tritonpu.isa.machines import machine as get_machine
 from tritonpu.passes.manager import Pass, register
-from tritonpu.passes.rewrite import ELEMENTWISE_KINDS, fits_on_chip, shift_rows, split_that_fits
+from tritonpu.passes.rewrite import ELEMENTWISE_KINDS, feeds_element_access, fits_on_chip, shift_rows, split_that_fits
 
 _TILEABLE_OPS = {"load_tile", "store_tile", "expand_dims", "cast"}
 
@@ -88,6 +88,8 @@ class Tiling(Pass):
         d0 = d0s.pop() if len(d0s) == 1 else None
         rows = _row_values(ops, d0) if d0 is not None and not (nested or bad) else None
         big = _too_big(fn, cap)
+        if big and feeds_element_access(fn, big[1]):
+            big = None          # (element-rows does such an access a few rows at a time)
         if not rows:                # (no block carries the rows: nothing to split either)
             if fits_on_chip(fn, reuse=True):
                 return
