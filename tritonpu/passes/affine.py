@@ -378,8 +378,12 @@ class Analyzer:
                     all(isinstance(st, int) and st >= 0 for st in lo.strides):
                 if not nonneg(lo.c, self.loops, args=self._arg_nonneg):
                     # where the compiler cannot tell (a tile index computed by division, or loaded):
-                    # the access is guarded by it, the other branch keeps the bound
-                    self.assumptions.append(b.op("cmp", list(b._unify(lo.c, 0)[:2]), T.i1, pred="ge"))
+                    # the access is guarded by it -- by a value it is provably at least, defined
+                    # outside the loops where it can be (a block pointer advanced from a loaded
+                    # offset: the offset it starts from), so that the guard can leave the loop --
+                    # and the other branch keeps the bound
+                    w = floor_of(lo.c, self.loops, self._arg_nonneg)
+                    self.assumptions.append(b.op("cmp", list(b._unify(w, 0)[:2]), T.i1, pred="ge"))
                 return [None] * rank
             if pred in ("gt", "ge"):
                 x, y = y, x
@@ -506,6 +510,35 @@ def nonneg(v, loops: dict, assumed=frozenset(), args=None) -> bool:
         k = const_of(op.operands[1])
         return isinstance(k, int) and not isinstance(k, bool) and _at_least(op.operands[0], k, loops, assumed, args)
     return False
+
+
+def floor_of(v, loops: dict, args=None):
+    """A value provably <= the integer scalar ``v``, taken from outside the loops where it can be:
+    a loop's induction variable or carried value that does not go down (a start plus a step or an
+    increment >= 0) is at least where it starts; ``x + y`` with ``y >= 0`` is at least ``x``."""
+    if isinstance(v, int):
+        return v
+    op = v.owner
+    if op is None:
+        if id(v) not in loops:
+            return v
+        loop, i = loops[id(v)]
+        if i == 0:
+            return floor_of(loop.operands[0], loops, args) if nonneg(loop.operands[2], loops, args=args) else v
+        init, nxt = loop.operands[3 + i - 1], loop.regions[0].terminator.operands[i - 1]
+        n = nxt.owner
+        if n is not None and n.name == "add" and any(o is v for o in n.operands):
+            d = n.operands[1] if n.operands[0] is v else n.operands[0]
+            if nonneg(d, loops, frozenset({id(v)}), args):
+                return floor_of(init, loops, args)
+        return v
+    if op.name == "add":
+        x, y = op.operands
+        if nonneg(y, loops, args=args):
+            return floor_of(x, loops, args)
+        if nonneg(x, loops, args=args):
+            return floor_of(y, loops, args)
+    return v
 
 
 def _at_least(v, k: int, loops: dict, assumed, args) -> bool:

@@ -6,13 +6,15 @@ by pure ops, only from values defined outside the loop, is replaced by
 the condition's ops move before the loop.  Each version computes exactly what the original did on
 the trips it runs (the condition is the same on every trip).  Memory analysis guards structured
 transfers with such conditions (``x % m`` offsets that do not wrap around); unswitching gives the
-fast version straight-line loads that double buffering and the cube path can use.  Innermost loops
-first; at most one branch per loop per run, and only loops whose body stays small (no nested loop).
+fast version straight-line loads that double buffering and the cube path can use.  A loop already
+inside a version on the same condition (a second access guarded alike) takes that version's
+branch, with no second ``if``.  Innermost loops first; at most one branch per loop per run, and
+only loops whose body stays small (no nested loop).
 """
 from __future__ import annotations
 
 from tritonpu.ir import Function, Op, Region
-from tritonpu.passes.rewrite import clone, clone_op, invariant_slice, loop_like, sink_into_branches
+from tritonpu.passes.rewrite import clone, clone_op, invariant_slice, loop_like, replace_all_uses, sink_into_branches
 from tritonpu.passes.manager import Pass, register
 
 
@@ -58,6 +60,17 @@ def versions_if(fn: Function, loop: Op, cond, then_loop: Op, else_loop: Op) -> O
     return outer
 
 
+def _decided(op: Op, cond):
+    """0 or 1 when ``op`` lies in the then- or else-branch of an ``if`` on ``cond`` itself (a version
+    an earlier unswitch made on the same condition), else None."""
+    while op.parent is not None and op.parent.parent is not None:
+        region, outer = op.parent, op.parent.parent
+        if outer.name == "if" and outer.operands[0] is cond:
+            return outer.regions.index(region)
+        op = outer
+    return None
+
+
 @register
 class Unswitch(Pass):
     name = "unswitch"
@@ -81,6 +94,13 @@ class Unswitch(Pass):
             cond_ops = invariant_slice(body, guard.operands[0])
             if cond_ops is None:
                 continue
+            known = _decided(loop, guard.operands[0])
+            if known is not None:       # inside a version already: the branch that version took
+                one = _version(loop, guard, known)
+                loop.parent.ops[loop.parent.ops.index(loop)] = one
+                one.parent = loop.parent
+                replace_all_uses(fn, loop.results, one.results)
+                return True
             region = loop.parent
             # the condition's ops move before the loop (they read only values defined there)
             body.ops = [o for o in body.ops if o not in cond_ops]
