@@ -2,6 +2,8 @@
 rows at a time -- its IR, and block-pointer matmuls at 128x128 whose offsets the compiler cannot
 bound (before: "the kernel needs 312960 bytes of Unified Buffer ... the addresses of an
 element-by-element store"), results against numpy with offsets that run off the matrix."""
+import re
+
 import numpy as np
 import pytest
 from test_npu_passes import run_text
@@ -224,7 +226,12 @@ def test_varlen_attention_with_block_pointers_at_128x64():
     rng = np.random.default_rng(11)
     q, k, v = ((rng.standard_normal((T, D)) * 0.5).astype(np.float16) for _ in range(3))
     o = np.zeros_like(q)
-    _attention_varlen[(2, len(lens))](q, k, v, o, cu, D ** -0.5, D, BLOCK_M=128, BLOCK_N=64, D=D)
+    h = _attention_varlen[(2, len(lens))](q, k, v, o, cu, D ** -0.5, D, BLOCK_M=128, BLOCK_N=64, D=D)
+    # q, the result of its guard's if (a tile or elements, in UB), goes to L1 once per program and
+    # its UB is free for the key loop; p goes UB -> L1 on each trip
+    assert re.search(r"= if %\w+ \{l1_stage = \d+", h.asm["buffer-planning"])
+    programs, trips = sum(-(-n // 128) for n in lens), sum(-(-n // 128) * -(-n // 64) for n in lens)
+    assert h.stats.bytes_by_path["ub->l1"] == programs * 128 * D * 2 + trips * 128 * 64 * 2, h.stats.bytes_by_path
     want = np.zeros((T, D))
     for s0, s1 in zip(cu[:-1], cu[1:]):
         qq, kk, vv = (x[s0:s1].astype(np.float64) for x in (q, k, v))

@@ -78,15 +78,16 @@ class CubeHomes:
                     changed |= self._l1_carries(op)
 
     def _staged_operands(self, fn: Function) -> None:
-        """Dot operands the vector unit computes before a loop whose dots read them (FlashAttention's
-        ``q`` scaled before its key loop): each is copied UB -> L1 once, where it is made, into an L1
+        """Dot operands in UB made before a loop whose dots read them (FlashAttention's ``q`` scaled
+        before its key loop, or the result of an ``if`` whose branches load it as a tile or element
+        by element): each is copied UB -> L1 once, where it is made, into an L1
         tile of its own live until its last use (``self.staged``: id(value) -> that L1 group),
         instead of on every trip.  When the dots are its only readers (and it shares its UB buffer
         with nothing), its UB buffer is free once the copy has read it."""
         self.staged = {}
         self._unstaged_ends = {}
         for op in fn.walk():
-            if len(op.results) != 1 or op.regions:
+            if len(op.results) != 1 or (op.regions and op.name != "if"):
                 continue
             v = op.result
             uses = self.users.get(id(v), [])
@@ -97,7 +98,9 @@ class CubeHomes:
             g = self.group_of[id(v)]
             self.staged[id(v)] = Group([v], self.defined[id(v)], g.end, L1, tile_bytes(v.type))
             self.groups.append(self.staged[id(v)])
-            if len(dots) == len(uses) and g.values == [v]:
+            # (an if's result shares its buffer with what its branches yield: read no later)
+            if len(dots) == len(uses) and all(x is v or self.last_use.get(id(x), 0) <= self.defined[id(v)]
+                                              for x in g.values):
                 self._unstaged_ends[id(g)] = g.end
                 g.end = self.defined[id(v)] + 1         # (the copy reads it right after it is made)
 
