@@ -36,12 +36,18 @@ _NAMES = {"addptr", "expand_dims"}
 
 
 def _rows_op(o: Op, m: int) -> bool:
-    """An op cloned per chunk: one result, a 2-D block of ``m`` rows, computed row by row."""
+    """An op cloned per chunk: one result, a 2-D block of ``m`` rows, computed row by row (or a
+    view of all the rows of a block: each chunk reads its rows of that block)."""
     if len(o.results) != 1 or o.regions or o.opdef.effects or \
-            not (o.opdef.kind in _KINDS or o.name in _NAMES):
+            not (o.opdef.kind in _KINDS or o.name in _NAMES or _all_rows(o)):
         return False
     ty = o.result.type
     return ty.is_block and len(ty.shape) == 2 and ty.shape[0] == m
+
+
+def _all_rows(o: Op) -> bool:
+    return o.name == "slice" and not any(o.attrs.get("offsets") or ()) and not o.attrs.get("steps") and \
+        o.result.type.shape == o.operands[0].type.shape
 
 
 def _chunked_ops(access: Op, users: dict):
@@ -118,6 +124,9 @@ def _split(fn: Function, access: Op, ops: list, t: int) -> None:
             for v in o.operands:
                 if v.owner is None or id(v.owner) not in chunked:
                     rows(v)
+            if _all_rows(o):                # the chunk's rows of the block it views
+                mapping[id(o.result)] = mapping.get(id(o.operands[0]), o.operands[0])
+                continue
             n = clone_op(o, mapping)
             n.result.type = T.block(o.result.type.scalar, (t,) + tuple(o.result.type.shape[1:]))
             out.append(n)

@@ -374,7 +374,9 @@ def sink_into_branches(fn: Function, region: Region, outer: Op, only=(0, 1), cop
     (of those ``only`` names: 0 then, 1 else) move into that branch: the other path does not
     compute them, nor keep their values alive.  ``copy``: a pure op making a block used only
     inside ``outer``, in both branches, is computed in each instead (once on either path: a branch
-    that stores it may then take it where it is, an accumulator in L0C)."""
+    that stores it may then take it where it is, an accumulator in L0C); in the ``only`` branches
+    it reads a 2-D block made before ``outer`` through a ``slice`` of all its rows (an L0C
+    accumulator is then drained by FIX in that branch alone)."""
     inside = [set(id(o) for top in r.ops for o in top.walk()) for r in outer.regions]
     users: dict = {}
     for o in fn.walk():
@@ -409,12 +411,21 @@ def sink_into_branches(fn: Function, region: Region, outer: Op, only=(0, 1), cop
                     for u in us:
                         if id(u) in ids:
                             u.operands = [c.result if v is o.result else v for v in u.operands]
-                    outer.regions[k].ops.insert(0, c)
-                    c.parent = outer.regions[k]
-                    ids.add(id(c))
+                    made = [c]
+                    if k in only:       # (the other branch reads a block of rows through a view of them all)
+                        for j, v in enumerate(c.operands):
+                            t = v.type
+                            if t.is_block and len(t.shape) == 2 and t.shape[0] > 1 and not t.scalar.is_ptr:
+                                whole = Op("slice", [v], [t], {"offsets": [0, 0]}, loc=c.loc)
+                                c.operands[j] = whole.result
+                                made.insert(0, whole)
+                    for m in reversed(made):
+                        outer.regions[k].ops.insert(0, m)
+                        m.parent = outer.regions[k]
+                        ids.add(id(m))
+                        for v in m.operands:
+                            users.setdefault(id(v), []).append(m)
                     users[id(c.result)] = [u for u in us if id(u) in ids]
-                    for v in c.operands:
-                        users.setdefault(id(v), []).append(c)
                 moved = True
             if moved:
                 break
