@@ -82,8 +82,9 @@ class CubeHomes:
         before its key loop, or the result of an ``if`` whose branches load it as a tile or element
         by element): each is copied UB -> L1 once, where it is made, into an L1
         tile of its own live until its last use (``self.staged``: id(value) -> that L1 group),
-        instead of on every trip.  When the dots are its only readers (and it shares its UB buffer
-        with nothing), its UB buffer is free once the copy has read it."""
+        instead of on every trip.  When the dots are its only readers (and what shares its UB
+        buffer -- an if's branch values -- is read no later), its UB buffer is free once the copy
+        has read it."""
         self.staged = {}
         self._unstaged_ends = {}
         for op in fn.walk():

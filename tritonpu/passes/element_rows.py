@@ -93,6 +93,11 @@ def _sliceable(v, user: Op, m: int) -> bool:
     return len(ty.shape) == 1 and ty.shape[0] == m and user.name == "expand_dims" and user.attrs["axis"] == 1
 
 
+def _chunk_type(ty, t: int):
+    """``ty`` with ``t`` rows."""
+    return T.block(ty.scalar, (t,) + tuple(ty.shape[1:]))
+
+
 def _split(fn: Function, access: Op, ops: list, t: int) -> None:
     region = access.parent
     ty = access.operands[0].type
@@ -115,7 +120,7 @@ def _split(fn: Function, access: Op, ops: list, t: int) -> None:
             vt = v.type
             if not vt.is_block or vt.shape[0] != m or m == 1:
                 return v
-            s = Op("slice", [v], [T.block(vt.scalar, (t,) + tuple(vt.shape[1:]))],
+            s = Op("slice", [v], [_chunk_type(vt, t)],
                    {"offsets": [c] + [0] * (len(vt.shape) - 1)}, loc=loc)
             out.append(s)
             mapping[id(v)] = s.result
@@ -128,14 +133,14 @@ def _split(fn: Function, access: Op, ops: list, t: int) -> None:
                 mapping[id(o.result)] = mapping.get(id(o.operands[0]), o.operands[0])
                 continue
             n = clone_op(o, mapping)
-            n.result.type = T.block(o.result.type.scalar, (t,) + tuple(o.result.type.shape[1:]))
+            n.result.type = _chunk_type(o.result.type, t)
             out.append(n)
         for v in access.operands:
             rows(v)
         n = clone_op(access, mapping)
         out.append(n)
         if result is not None:
-            n.result.type = T.block(n.result.type.scalar, (t,) + tuple(n.result.type.shape[1:]))
+            n.result.type = _chunk_type(n.result.type, t)
             result = Op("insert_slice", [result.result, n.result], [access.result.type], {"offsets": [c, 0]},
                         loc=loc)
             out.append(result)
