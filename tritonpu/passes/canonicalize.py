@@ -10,8 +10,8 @@ Guarantees:
   touched (a block's shape must be preserved), floating-point identities that would change NaN
   or signed-zero results are not applied;
 * ``acc + dot(a, b)`` (fp32/int32, the dot used nowhere else) is ``dot(a, b, acc)``, as Triton folds it;
-* a value a ``for`` loop carries unchanged (yielding its own region argument) is read from its
-  initial value instead, inside and after the loop.
+* a value a ``for`` loop carries unchanged (yielding its own region argument, or the initial
+  value itself) is read from its initial value instead, inside and after the loop.
 """
 from __future__ import annotations
 
@@ -69,16 +69,17 @@ def _fold_dot_accumulation(fn: Function) -> None:
 
 
 def _forward_invariant_carries(fn: Function) -> None:
-    """A value a for loop carries unchanged (it yields its own region argument) is the init: its
-    uses inside and after the loop read the init (dce then drops the carry)."""
+    """A value a for loop carries unchanged (it yields its own region argument, or its initial
+    value itself) is the init: its uses inside and after the loop read the init (dce then drops
+    the carry)."""
     mapping: dict = {}
     for op in fn.walk():
         if op.name != "for":
             continue
         body = op.regions[0]
         for i, (arg, y) in enumerate(zip(body.args[1:], body.terminator.operands)):
-            if y is arg:
-                init = op.operands[3 + i]
+            init = op.operands[3 + i]
+            if y is arg or mapping.get(id(y), y) is mapping.get(id(init), init):
                 mapping[id(arg)] = mapping.get(id(init), init)
                 mapping[id(op.results[i])] = mapping.get(id(init), init)
     if mapping:

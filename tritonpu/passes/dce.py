@@ -79,8 +79,10 @@ def _prune_carried(op: Op, users: dict) -> bool:
         res, arg, nxt = op.results[i], body.args[i + 1], term.operands[i]
         if users.get(id(res)):
             continue
-        # the ops of the body whose results feed nothing but nxt's computation
-        if sum(x is nxt for x in term.operands) > 1:
+        # the ops of the body whose results feed nothing but nxt's computation (a value yielded
+        # for two carries feeds the other one too -- unless it comes from outside the body:
+        # then nothing of the body computes it)
+        if sum(x is nxt for x in term.operands) > 1 and any(o is nxt.owner for o in body.ops):
             continue
         chain: set = set()
         grew = True
