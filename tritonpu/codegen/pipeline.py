@@ -25,7 +25,7 @@ from tritonpu.ir import parse_function
 from tritonpu.passes import PassManager
 from tritonpu.passes.buffer_planning import EARLY_STARTS, REUSE_FIRST, TRIAL_AFTER_CLEANUP, UB_HEADROOM
 from tritonpu.passes.manager import PassError
-from tritonpu.passes.persistent import GRID_ARGS
+from tritonpu.passes.persistent import CORES, GRID_ARGS
 from tritonpu.passes.specialize import launch_values
 
 # The passes the NPU path runs, in order (each is a file in tritonpu/passes/).
@@ -349,6 +349,10 @@ def launch_npu(kernel, arrays, grid, options) -> object:
     """Run a CompiledKernel on the virtual NPU; returns the launch's Stats."""
     from tritonpu.npu import NpuError
     scalars = {p.name: a for p, a in zip(kernel.fn.args, arrays) if not p.type.is_ptr}
+    # the grid too: a persistent kernel gets it as arguments (passes/persistent.py), which
+    # passes may specialize on like the others (program_runs.py)
+    scalars.update((name, int(g)) for name, g in zip(GRID_ARGS, tuple(grid) + (1,) * (3 - len(grid))))
+    scalars[CORES] = int(options.get("cores") or get_machine("ascend910b").cores)
     art = artifact(kernel, options, scalars, _share_memory(kernel, arrays))
     # h.asm shows the stages of the launch that ran last (a new dict, replaced at once: launches on
     # other threads may be reading the old one) -- made again unless the last launch ran this one
@@ -370,8 +374,7 @@ def launch_npu(kernel, arrays, grid, options) -> object:
     if art.persistent:       # one program per core, looping over the user's programs
         for name, g in zip(GRID_ARGS, user_grid):
             args[name] = g
-        ncores = options.get("cores") or get_machine("ascend910b").cores
-        grid = (min(int(ncores), user_grid[0] * user_grid[1] * user_grid[2]), 1, 1)
+        grid = (min(scalars[CORES], user_grid[0] * user_grid[1] * user_grid[2]), 1, 1)
     try:
         sanitize = options.get("sanitize")
         if sanitize is None:

@@ -5,7 +5,10 @@ Guarantees: the kernel body becomes ``for pid in range(core, programs, cores)`` 
 ``programs = grid_x * grid_y * grid_z`` of the user's grid, passed as three new scalar arguments
 ``__grid_x/y/z``; inside, ``program_id(axis)`` is ``pid``'s coordinate along ``axis`` (x fastest)
 and ``num_programs(axis)`` the user's grid size, so every program runs exactly as before, on the
-core the round-robin assignment gives it (program p on core p mod cores), in the same order.  The
+core the round-robin assignment gives it (program p on core p mod cores), in the same order --
+until panel reuse gives each core a contiguous run of programs instead (program_runs.py: a
+bijection of the same programs onto the same trips, chosen only where programs cannot see one
+another's work).  The
 function gets the attribute ``persistent = true``, which tells the launch to pass the grid and
 start one program per core; each trip starts with ``set_program(pid)``, so the NPU's sanitizer and
 error messages name the grid program that runs.  With the programs of a core in one loop, later passes can overlap a
@@ -19,11 +22,17 @@ from tritonpu.ir import types as T
 from tritonpu.passes.manager import Pass, register
 
 GRID_ARGS = ("__grid_x", "__grid_y", "__grid_z")
+CORES = "__cores"       # the launch's core count, among its scalars for the compile (not an argument)
 
 
 def is_program_loop(op) -> bool:
-    """Whether ``op`` is the loop this pass makes: the programs a core runs, one per trip."""
-    return op.name == "for" and bool(op.regions[0].ops) and op.regions[0].ops[0].name == "set_program"
+    """Whether ``op`` is the loop this pass makes: the programs a core runs, one per trip (its first
+    op with effects is ``set_program``; before it, at most the pure ops that say which program a
+    trip runs, see program_runs.py)."""
+    if op.name != "for":
+        return False
+    first = next((o for o in op.regions[0].ops if o.opdef.effects or o.regions), None)
+    return first is not None and first.name == "set_program"
 
 
 @register

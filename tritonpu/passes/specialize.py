@@ -15,7 +15,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tritonpu.ir import Function, Value
+from tritonpu.ir import Function, Op, Value
+from tritonpu.ir import types as T
 from tritonpu.ref.evaluator import EVAL
 
 _LAUNCH: ContextVar = ContextVar("tritonpu_launch_values", default=None)
@@ -30,6 +31,8 @@ class Guard:
     expected: bool
 
     def holds(self, scalars: dict) -> bool:
+        if any(name not in scalars for name in self.args.values()):
+            return False                # (a compile asked about without the launch's grid)
         env = {k: scalars[name] for k, name in self.args.items()}
         return bool(_evaluate(self.ops, self.value, env)) == self.expected
 
@@ -45,12 +48,20 @@ def launch_values(scalars: dict):
         _LAUNCH.reset(token)
 
 
+def launch_scalar(name: str):
+    """The launch's value of the scalar ``name`` (an argument, or one the launch adds: its grid and
+    core count), else None."""
+    launch = _LAUNCH.get()
+    return None if launch is None else launch[0].get(name)
+
+
 def for_a_launch() -> bool:
     """Whether the compile is for a launch whose scalar arguments are known (see launch_values)."""
     return _LAUNCH.get() is not None
 
 
-def _evaluate(ops, value, env: dict):
+def _run(ops, env: dict) -> dict:
+    """Evaluate ``ops`` in order over ``env`` (id(Value) -> value or array), in place."""
     for op in ops:
         if op.name == "constant":
             env[id(op.result)] = op.attrs["value"]
@@ -58,7 +69,11 @@ def _evaluate(ops, value, env: dict):
         ins = [np.asarray(env[id(v)], dtype=v.type.scalar.np) for v in op.operands]
         with np.errstate(all="ignore"):
             env[id(op.result)] = EVAL[op.name](op, *ins)
-    return np.asarray(env[id(value)]).item()
+    return env
+
+
+def _evaluate(ops, value, env: dict):
+    return np.asarray(_run(ops, env)[id(value)]).item()
 
 
 def _slice(fn: Function, extra: list, v: Value):
@@ -104,6 +119,32 @@ def launch_value(fn: Function, extra: list, v: Value):
         return None
     scalars, order, need_args = sl
     return _evaluate(order, v, {k: scalars[n] for k, n in need_args.items()})
+
+
+def launch_array(fn: Function, ops: list, v: Value, known: dict):
+    """``v`` computed by ``ops`` (pure scalar ops, in order) from ``known`` (id(Value) -> an
+    array of its values: the evaluator works element by element) and values the launch's
+    arguments give, else None.  Nothing is recorded (see :func:`launch_value`)."""
+    env = dict(known)
+    made = {id(r) for op in ops for r in op.results}
+    n = max((np.size(a) for a in known.values()), default=1)
+    for op in ops:
+        if op.regions or op.opdef.effects or (op.name != "constant" and op.name not in EVAL):
+            return None
+        for x in op.operands:
+            if id(x) not in env and id(x) not in made:
+                env[id(x)] = launch_value(fn, [], x)
+                if env[id(x)] is None:
+                    return None
+        if op.name == "constant":
+            env[id(op.result)] = op.attrs["value"]
+            continue
+        # (the evaluator shapes a result as its type says: an op of n lanes)
+        lanes = Op(op.name, list(op.operands), [T.block(op.results[0].type, (n,))], dict(op.attrs))
+        ins = [np.broadcast_to(np.asarray(env[id(x)], dtype=x.type.scalar.np), (n,)) for x in op.operands]
+        with np.errstate(all="ignore"):
+            env[id(op.result)] = EVAL[op.name](lanes, *ins)
+    return env.get(id(v))
 
 
 def decide(fn: Function, extra: list, cond: Value):

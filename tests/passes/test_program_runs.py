@@ -1,0 +1,79 @@
+"""Which programs a core runs in a row (passes/program_runs.py, chosen by panel reuse)."""
+import re
+
+import numpy as np
+
+import tritonpu
+import tritonpu.language as tl
+from tritonpu.passes.program_runs import shares
+
+
+def _runs(programs, cores):
+    """Each core's programs in contiguous runs, the first ``programs % cores`` cores one more."""
+    q, r = divmod(programs, cores)
+    out, at = [], 0
+    for c in range(cores):
+        n = q + (c < r)
+        out.append(list(range(at, at + n)))
+        at += n
+    return out
+
+
+def test_shares_counts_the_programs_that_share_a_tag_with_the_one_their_core_ran_before():
+    programs, cores, num_pid_n = 256, 24, 16
+    pid = np.arange(programs)
+    a_tag = (pid // num_pid_n)[:, None]          # pid_m: the rows of A a program reads
+    b_tag = (pid % num_pid_n)[:, None]           # pid_n: the columns of B
+    robin = sum(any((t[p] == t[p + cores]).all() for t in (a_tag, b_tag)) for p in range(programs - cores))
+    runs = sum(any((t[x] == t[y]).all() for t in (a_tag, b_tag))
+               for run in _runs(programs, cores) for x, y in zip(run, run[1:]))
+    assert robin == 0 and runs > 200
+    assert shares([a_tag, b_tag], programs, cores) == (robin, runs)
+
+
+@tritonpu.jit
+def _mm_2d_grid(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
+                ATOMIC: tl.constexpr):
+    pid_m = tl.program_id(0)
+    pid_n = tl.program_id(1)
+    rm = pid_m * BM + tl.arange(0, BM)
+    rn = pid_n * BN + tl.arange(0, BN)
+    rk = tl.arange(0, BK)
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k in range(0, K, BK):
+        a = tl.load(a_ptr + rm[:, None] * K + (k + rk)[None, :])
+        b = tl.load(b_ptr + (k + rk)[:, None] * N + rn[None, :])
+        acc += tl.dot(a, b)
+    if ATOMIC:
+        tl.atomic_add(c_ptr + rm[:, None] * N + rn[None, :], acc)
+    else:
+        tl.store(c_ptr + rm[:, None] * N + rn[None, :], acc)
+
+
+def _launch(atomic):
+    M, N, K, B = 512, 256, 128, 32
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((M, K)).astype(np.float16)
+    b = rng.standard_normal((K, N)).astype(np.float16)
+    c = np.zeros((M, N), np.float32)
+    h = _mm_2d_grid[(M // B, N // B)](a, b, c, M, N, K, BM=B, BN=B, BK=B, ATOMIC=atomic)
+    np.testing.assert_allclose(c, a.astype(np.float32) @ b.astype(np.float32), rtol=1e-3, atol=1e-3)
+    return h, (M // B) * (N // B), B * K * 2
+
+
+def test_a_grid_whose_round_robin_shares_nothing_runs_in_contiguous_runs_and_reuses_b():
+    """Grid (16, 8) on 24 cores: under round robin a core's next program is 24 ahead -- another
+    row block and another column block, nothing to keep in L1.  In runs of 5 or 6 programs (x
+    fastest) a core's programs share B's column block: B's tiles come from GM once per run of
+    equal pid_n, A's once per program."""
+    h, programs, tile = _launch(False)
+    assert re.search(r"%program = add %\w+, %\w+ : i32 loc\S*\n\s*set_program %program", h.asm["cleanup"])
+    b_loads = sum(len({p // 16 for p in run}) for run in _runs(programs, 24))
+    assert h.stats.bytes_by_path["gm->l1"] == programs * tile + b_loads * tile, h.stats.bytes_by_path
+
+
+def test_programs_that_may_see_each_other_keep_round_robin():
+    """An atomic update (or a load of what the kernel writes) may let one program see another's
+    work: the order the grid gives is kept."""
+    h, programs, tile = _launch(True)
+    assert "set_program %pid" in h.asm["cleanup"] and "%program" not in h.asm["cleanup"]
