@@ -31,6 +31,11 @@ def test_shares_counts_the_programs_that_share_a_tag_with_the_one_their_core_ran
     assert shares([a_tag, b_tag], programs, cores) == (robin, runs)
 
 
+def test_a_tag_of_no_values_is_shared_by_every_program():
+    # a load whose address does not depend on the program: every core's next program shares it
+    assert shares([np.zeros((100, 0), np.int64)], 100, 24) == (76, 100 - 24)
+
+
 @tritonpu.jit
 def _mm_2d_grid(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
                 ATOMIC: tl.constexpr):
@@ -50,13 +55,13 @@ def _mm_2d_grid(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr
         tl.store(c_ptr + rm[:, None] * N + rn[None, :], acc)
 
 
-def _launch(atomic):
+def _launch(atomic, cores=None):
     M, N, K, B = 512, 256, 128, 32
     rng = np.random.default_rng(3)
     a = rng.standard_normal((M, K)).astype(np.float16)
     b = rng.standard_normal((K, N)).astype(np.float16)
     c = np.zeros((M, N), np.float32)
-    h = _mm_2d_grid[(M // B, N // B)](a, b, c, M, N, K, BM=B, BN=B, BK=B, ATOMIC=atomic)
+    h = _mm_2d_grid[(M // B, N // B)](a, b, c, M, N, K, BM=B, BN=B, BK=B, ATOMIC=atomic, cores=cores)
     np.testing.assert_allclose(c, a.astype(np.float32) @ b.astype(np.float32), rtol=1e-3, atol=1e-3)
     return h, (M // B) * (N // B), B * K * 2
 
@@ -77,3 +82,17 @@ def test_programs_that_may_see_each_other_keep_round_robin():
     work: the order the grid gives is kept."""
     h, programs, tile = _launch(True)
     assert "set_program %pid" in h.asm["cleanup"] and "%program" not in h.asm["cleanup"]
+
+
+def test_each_launch_runs_the_order_its_own_values_choose():
+    """The choice is a guard of the compile that took it: on 4 cores round robin's next program
+    (4 ahead, the same row of the grid) shares B, so that launch compiles again and keeps round
+    robin; a launch on the 24 cores again reuses the first compile."""
+    h24, _, _ = _launch(False)
+    h4, _, _ = _launch(False, cores=4)
+    again, _, _ = _launch(False)
+    assert "%program" in h24.asm["cleanup"] and "%program" in again.asm["cleanup"]
+    assert "set_program %pid" in h4.asm["cleanup"] and "%program" not in h4.asm["cleanup"]
+    arts = [a for arts in _mm_2d_grid.backend_artifacts.values() for a in arts] if hasattr(
+        _mm_2d_grid, "backend_artifacts") else None
+    assert arts is None or len(arts) >= 2

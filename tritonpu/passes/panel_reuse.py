@@ -64,7 +64,7 @@ from tritonpu.passes.persistent import is_program_loop
 from tritonpu.passes.rewrite import (TILE_LOADS, LoopView, clone_op, positive_step, region_of, root, trip_count,
                                      trip_work, users_of, written_by)
 from tritonpu.passes import program_runs
-from tritonpu.passes.specialize import decide, for_a_launch, launch_value
+from tritonpu.passes.specialize import decide, for_a_launch, launch_scalars, launch_value, record
 
 MAX_CANDIDATES = 2          # the panel holds one operand at a time; a dot has two
 PANEL_ROW_ALIGN = 32        # L1's alignment: rows of zeros go after the valid rows in one transfer
@@ -130,23 +130,19 @@ class PanelReuse(Pass):
 
     @staticmethod
     def _in_runs(fn, P, cands) -> bool:
-        """Give each core one run of programs (program_runs.py) when the launch's arguments give
-        every program's tags, and a core's programs then share one with the program before at
-        least twice as often as in round robin, which shares in fewer than half of them."""
+        """Give each core one run of programs (program_runs.py) when a core's programs then share a
+        tag with the program before at least twice as often as in round robin, which shares in
+        fewer than half of them -- decided for the launch's values, a guard for later launches."""
         if not for_a_launch() or not program_runs.independent(fn):
             return False
-        known = program_runs.programs_and_cores(fn, P)
-        if known is None:
+        choice = program_runs.Choice.of(fn, P, [(c.chain, c.leaves) for c in cands[:MAX_CANDIDATES]])
+        if choice is None:
             return False
-        n, cores = known
-        tag_sets = [program_runs.tags(fn, P, c.chain, c.leaves, n) for c in cands[:MAX_CANDIDATES]]
-        if any(t is None for t in tag_sets):
-            return False
-        robin, runs = program_runs.shares(tag_sets, n, cores)
-        if runs < 2 * robin or 2 * robin >= n:
-            return False
-        program_runs.run_in_order(fn, P)
-        return True
+        choice.expected = bool(choice.runs(launch_scalars()))
+        record(choice)
+        if choice.expected:
+            program_runs.run_in_order(fn, P)
+        return choice.expected
 
     # ---- what can be kept -----------------------------------------------------------------------
     def _candidates(self, fn, P, F, users, written) -> list:

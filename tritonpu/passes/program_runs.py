@@ -14,63 +14,117 @@ a line come from DDR, which round robin's neighbouring programs share (measured,
 
 Guarantees.  :func:`shares` counts, for the tags of a panel's candidates evaluated for every
 program, how many of a core's programs share a tag with the program the core ran just before,
-in each order.  :func:`run_in_order` rewrites the program loop ``for t in range(c, P, C)`` so
+in each order; :class:`Choice` takes runs for a launch when they share at least twice as often
+and round robin with fewer than half -- evaluated for each launch's own values (it is a guard:
+a launch whose values choose otherwise compiles again, so no launch runs the order another
+launch chose).  :func:`run_in_order` rewrites the program loop ``for t in range(c, P, C)`` so
 that trip t runs program ``start_c + t // C`` (``start_c = c * (P // C) + min(c, P % C)``): a
 bijection of the same programs onto the same cores' trips, each program still run exactly once,
 by one core, with ``set_program`` naming it -- so it only changes which core runs a program and
 when; it is applied only to kernels whose programs cannot observe one another (no atomics, no
-load of an argument the kernel writes), whose results it therefore leaves bitwise unchanged.
+load of an argument the kernel writes; no prints, whose order a user reads), whose results it
+therefore leaves bitwise unchanged.
 """
+
 from __future__ import annotations
 
 import numpy as np
 
 from tritonpu.ir import Function, Op
 from tritonpu.ir import types as T
-from tritonpu.passes.rewrite import root, written_by
 from tritonpu.passes.persistent import CORES
-from tritonpu.passes.specialize import launch_array, launch_scalar, launch_value
-
-_READS = ("load", "load_tile", "gather_rows", "gather_cols")
+from tritonpu.passes.rewrite import TILE_LOADS, clone_op, root, written_by
+from tritonpu.passes.specialize import lanes, slice_of
 
 
 def independent(fn: Function) -> bool:
-    """Whether the kernel's programs cannot see one another's work: no atomics, and nothing loaded
-    from an argument the kernel writes."""
+    """Whether the kernel's programs cannot see one another's work: no atomics, nothing loaded from
+    an argument the kernel writes -- and no prints, whose order a user reads."""
     written = written_by(fn.body.ops)
     if None in written:
         return False
     for o in fn.walk():
         if o.name.startswith("atomic") or o.name == "print" or (o.name == "store_tile" and o.attrs.get("atomic")):
             return False
-        if o.name in _READS:
+        if o.name == "load" or o.name in TILE_LOADS:
             r = root(o.operands[0])
             if r is None or id(r) in written:
                 return False
     return True
 
 
-def programs_and_cores(fn: Function, P: Op):
-    """(programs, cores running them) of the program loop ``P`` at this launch, or None."""
-    total, cores = launch_value(fn, [], P.operands[1]), launch_scalar(CORES)
-    if total is None or cores is None or total < 2:
-        return None
-    return int(total), min(int(cores), int(total))
+class Choice:
+    """Whether a launch gives each core a run of programs, for any launch's scalar values -- a guard
+    (``args``, ``holds``) for the compile that took it."""
 
+    def __init__(self, P: Op, programs: tuple, cands: list, args: dict):
+        self.P, self.programs, self.cands, self.args = P, programs, cands, args
+        self.expected = False
 
-def tags(fn: Function, P: Op, chain: list, leaves: list, programs: int):
-    """The values ``leaves`` take in each program (an array of shape (programs, len(leaves))),
-    computed by ``chain`` from the program id at this launch, or None when the launch's arguments
-    do not give them."""
-    pid = P.regions[0].args[0]
-    known = {id(pid): np.arange(programs, dtype=pid.type.scalar.np)}
-    cols = []
-    for v in leaves:
-        x = known[id(v)] if v is pid else launch_array(fn, chain, v, known)
-        if x is None:
+    @classmethod
+    def of(cls, fn: Function, P: Op, cands: list):
+        """The choice for the program loop ``P`` whose panel candidates have ``cands`` ([(chain,
+        leaves)]: the ops computing each one's tag from the program id, the tag's values), or None
+        when the tags do not follow from the program id and the launch's scalar values alone."""
+        pid = P.regions[0].args[0]
+        total = slice_of(fn, P.operands[1])
+        if total is None:
             return None
-        cols.append(np.broadcast_to(np.asarray(x, dtype=np.int64), (programs,)))
-    return np.stack(cols, axis=1)
+        args = dict(total[1])
+        outside: list = []
+        for chain, leaves in cands:
+            made = {id(r) for o in chain for r in o.results}
+            for x in [x for o in chain for x in o.operands] + list(leaves):
+                if x is pid or id(x) in made or any(x is y for y, _ in outside):
+                    continue
+                sl = slice_of(fn, x)
+                if sl is None:
+                    return None
+                outside.append((x, sl[0]))
+                args.update(sl[1])
+        args[CORES] = CORES
+        # (copies: later passes change the ops, and this choice is asked again at later launches)
+        mapping: dict = {}
+
+        def copy(ops):
+            return [clone_op(o, mapping) for o in ops]
+
+        programs = (copy(total[0]), P.operands[1], [(x, copy(ops)) for x, ops in outside])
+        programs = (programs[0], mapping.get(id(programs[1]), programs[1]),
+                    [(mapping.get(id(x), x), ops) for x, ops in programs[2]])
+        frozen = []
+        for chain, leaves in cands:
+            chain = copy(chain)
+            frozen.append((chain, [mapping.get(id(v), v) for v in leaves]))
+        return cls(P, programs, frozen, args)
+
+    def runs(self, scalars: dict):
+        """True / False for a launch with these scalar values; None when they lack its grid."""
+        if any(name not in scalars for name in self.args.values()):
+            return None
+        env = {k: scalars[name] for k, name in self.args.items() if k != CORES}
+        ops, total, outside = self.programs
+        lanes(ops, env, 1)
+        n = int(np.asarray(env[id(total)]).reshape(-1)[0])
+        if n < 2:
+            return False
+        for _, ops in outside:
+            lanes(ops, env, 1)
+        for x, _ in outside:
+            env[id(x)] = np.asarray(env[id(x)]).reshape(-1)[0]
+        pid = self.P.regions[0].args[0]
+        env[id(pid)] = np.arange(n, dtype=pid.type.scalar.np)
+        tag_sets = []
+        for chain, leaves in self.cands:
+            lanes(chain, env, n)
+            # (no leaves: every program loads the same tiles)
+            tag_sets.append(np.stack([np.broadcast_to(np.asarray(env[id(v)], dtype=np.int64), (n,))
+                                      for v in leaves], axis=1) if leaves else np.zeros((n, 0), np.int64))
+        robin, runs = shares(tag_sets, n, min(int(scalars[CORES]), n))
+        return runs >= 2 * robin and 2 * robin < n
+
+    def holds(self, scalars: dict) -> bool:
+        return bool(self.runs(scalars)) == self.expected
 
 
 def shares(tag_sets: list, programs: int, cores: int) -> tuple[int, int]:

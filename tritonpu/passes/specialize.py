@@ -48,11 +48,11 @@ def launch_values(scalars: dict):
         _LAUNCH.reset(token)
 
 
-def launch_scalar(name: str):
-    """The launch's value of the scalar ``name`` (an argument, or one the launch adds: its grid and
-    core count), else None."""
+def launch_scalars():
+    """The scalar values of the launch being compiled for (its arguments, grid and core count; see
+    codegen/pipeline.launch_npu), or None."""
     launch = _LAUNCH.get()
-    return None if launch is None else launch[0].get(name)
+    return None if launch is None else launch[0]
 
 
 def for_a_launch() -> bool:
@@ -121,30 +121,34 @@ def launch_value(fn: Function, extra: list, v: Value):
     return _evaluate(order, v, {k: scalars[n] for k, n in need_args.items()})
 
 
-def launch_array(fn: Function, ops: list, v: Value, known: dict):
-    """``v`` computed by ``ops`` (pure scalar ops, in order) from ``known`` (id(Value) -> an
-    array of its values: the evaluator works element by element) and values the launch's
-    arguments give, else None.  Nothing is recorded (see :func:`launch_value`)."""
-    env = dict(known)
-    made = {id(r) for op in ops for r in op.results}
-    n = max((np.size(a) for a in known.values()), default=1)
+def slice_of(fn: Function, v: Value):
+    """(the ops computing the scalar ``v`` from the launch's scalar arguments and constants, in
+    order; id(argument) -> its name) when this launch's arguments determine ``v``, else None."""
+    sl = _slice(fn, [], v)
+    return None if sl is None else (sl[1], sl[2])
+
+
+def lanes(ops: list, env: dict, n: int) -> dict:
+    """Pure scalar ``ops`` evaluated in order over ``n`` lanes at once: ``env`` maps id(Value) to a
+    value or an array of n; the results are added to it (arrays of n)."""
     for op in ops:
-        if op.regions or op.opdef.effects or (op.name != "constant" and op.name not in EVAL):
-            return None
-        for x in op.operands:
-            if id(x) not in env and id(x) not in made:
-                env[id(x)] = launch_value(fn, [], x)
-                if env[id(x)] is None:
-                    return None
         if op.name == "constant":
             env[id(op.result)] = op.attrs["value"]
             continue
         # (the evaluator shapes a result as its type says: an op of n lanes)
-        lanes = Op(op.name, list(op.operands), [T.block(op.results[0].type, (n,))], dict(op.attrs))
+        wide = Op(op.name, list(op.operands), [T.block(op.results[0].type, (n,))], dict(op.attrs))
         ins = [np.broadcast_to(np.asarray(env[id(x)], dtype=x.type.scalar.np), (n,)) for x in op.operands]
         with np.errstate(all="ignore"):
-            env[id(op.result)] = EVAL[op.name](lanes, *ins)
-    return env.get(id(v))
+            env[id(op.result)] = EVAL[op.name](wide, *ins)
+    return env
+
+
+def record(guard) -> None:
+    """Record ``guard`` (an object with ``args``: id -> scalar name, and ``holds(scalars)``) for
+    this launch's compile: a later launch it does not hold for compiles again."""
+    launch = _LAUNCH.get()
+    if launch is not None:
+        launch[1].append(guard)
 
 
 def decide(fn: Function, extra: list, cond: Value):
