@@ -14,8 +14,8 @@ a line come from DDR, which round robin's neighbouring programs share (measured,
 
 Guarantees.  :func:`shares` counts, for the tags of a panel's candidates evaluated for every
 program, how many of a core's programs share a tag with the program the core ran just before,
-in each order; :class:`Choice` takes runs for a launch when they share at least twice as often
-and round robin with fewer than half -- evaluated for each launch's own values (it is a guard:
+in each order; :class:`Choice` takes runs for a launch when they share at all, at least twice as
+often as round robin, and round robin with fewer than half -- evaluated for each launch's own values (it is a guard:
 a launch whose values choose otherwise compiles again, so no launch runs the order another
 launch chose).  :func:`run_in_order` rewrites the program loop ``for t in range(c, P, C)`` so
 that trip t runs program ``start_c + t // C`` (``start_c = c * (P // C) + min(c, P % C)``): a
@@ -121,7 +121,7 @@ class Choice:
             tag_sets.append(np.stack([np.broadcast_to(np.asarray(env[id(v)], dtype=np.int64), (n,))
                                       for v in leaves], axis=1) if leaves else np.zeros((n, 0), np.int64))
         robin, runs = shares(tag_sets, n, min(int(scalars[CORES]), n))
-        return runs >= 2 * robin and 2 * robin < n
+        return runs > 0 and runs >= 2 * robin and 2 * robin < n
 
     def holds(self, scalars: dict) -> bool:
         return bool(self.runs(scalars)) == self.expected
