@@ -192,7 +192,9 @@ def test_k_loop_accumulator_stays_in_l0c_through_the_odd_last_trip(k_trips, epil
         return
     assert 'double_buffer = "on' in ir
     tail = [ln for ln in ir.splitlines() if "= dot " in ln and "l0c = 0" not in ln]
-    assert not tail, tail                               # every dot accumulates in L0C
+    # every dot accumulates in L0C -- the chain's last, read by vector work, may be drained to UB by
+    # FIX as it is made (a loop without panel versions: its result is not yielded out of an if)
+    assert len(tail) <= int(epilogue) and all("{ub = " in ln for ln in tail), tail
     if epilogue:
         # once in each version of the K loop (one per L1 panel, see passes/panel_reuse.py, whose
         # panels hold every trip here)

@@ -121,35 +121,39 @@ class PanelReuse(Pass):
             cands = self._candidates(fn, P, F, users, written)
             if cands:
                 cands = self._size(fn, P, F, cands)
-            if cands and self._in_runs(fn, P, path, cands):
+            order = self._order(fn, P, path, cands) if cands else None
+            if order == program_runs.RUNS:
                 cands = self._candidates(fn, P, F, users_of(fn), written)
                 cands = self._size(fn, P, F, cands) if cands else []
+            elif order == program_runs.NONE:
+                continue
             if cands:
                 self._rewrite(fn, P, F, path, cands[:MAX_CANDIDATES])
                 return
 
     @staticmethod
-    def _in_runs(fn, P, path, cands) -> bool:
-        """Give each core one run of programs (program_runs.py) when a core's programs then share a
-        tag with the program before at least twice as often as in round robin, which shares in
-        fewer than half of them -- decided for the launch's values, a guard for later launches.
-        Only where every program does the same work: the K loop's trip count the same for all
-        (the launch gives it) and, at each ``if`` on the way to it, a K loop on the other way too
-        -- runs put neighbouring programs on one core, and a grid whose work varies by row block
-        (tril(A) @ B, an early return) ended unevenly (measured: 9337 -> 15685 cycles)."""
-        if not for_a_launch() or not program_runs.independent(fn) or any(c.fits is not None for c in cands):
-            return False
-        for if_op, region in path:
-            if not all(any(o.name == "for" and any(x.name == "dot" for x in o.walk())
-                           for top in r.ops for o in top.walk())
-                       for r in if_op.regions if r is not region):
-                return False
+    def _order(fn, P, path, cands):
+        """The order of the core's programs and whether a panel is kept, for the launch's values
+        (program_runs.Choice, a guard for later launches; None without them): RUNS -- each core
+        one run of programs -- when a core's programs then share a tag with the program before at
+        all, at least twice as often as in round robin, and round robin in fewer than half of
+        them; NONE when no program would find its tag in the panel (its versions only cost:
+        tril(A) @ B at 512x1024x512, 11534 cycles against 9337 without).  Runs only where every
+        program does the same work: the K loop's trip count the same for all (the launch gives it)
+        and, at each ``if`` on the way to it, a K loop on the other way too -- runs put
+        neighbouring programs on one core, and a grid whose work varies by row block (tril(A) @ B,
+        an early return) ended unevenly (9337 -> 15685 cycles)."""
+        if not for_a_launch():
+            return None
         choice = program_runs.Choice.of(fn, P, [(c.chain, c.leaves) for c in cands[:MAX_CANDIDATES]])
         if choice is None:
-            return False
-        choice.expected = bool(choice.runs(launch_scalars()))
+            return None
+        choice.may_run = program_runs.independent(fn) and all(c.fits is None for c in cands) and all(
+            all(any(o.name == "for" and any(x.name == "dot" for x in o.walk()) for top in r.ops for o in top.walk())
+                for r in if_op.regions if r is not region) for if_op, region in path)
+        choice.expected = choice.order(launch_scalars()) or program_runs.ROBIN
         record(choice)
-        if choice.expected:
+        if choice.expected == program_runs.RUNS:
             program_runs.run_in_order(fn, P)
         return choice.expected
 

@@ -53,13 +53,17 @@ def independent(fn: Function) -> bool:
     return True
 
 
+RUNS, ROBIN, NONE = "runs", "round robin", "none"
+
+
 class Choice:
-    """Whether a launch gives each core a run of programs, for any launch's scalar values -- a guard
-    (``args``, ``holds``) for the compile that took it."""
+    """The order a launch runs its programs in, and whether a panel can hit in it, for any launch's
+    scalar values -- a guard (``args``, ``holds``) for the compile that took it."""
 
     def __init__(self, P: Op, programs: tuple, cands: list, args: dict):
         self.P, self.programs, self.cands, self.args = P, programs, cands, args
-        self.expected = False
+        self.may_run = False        # runs allowed (programs independent, of equal work)
+        self.expected = ROBIN
 
     @classmethod
     def of(cls, fn: Function, P: Op, cands: list):
@@ -98,8 +102,10 @@ class Choice:
             frozen.append((chain, [mapping.get(id(v), v) for v in leaves]))
         return cls(P, programs, frozen, args)
 
-    def runs(self, scalars: dict):
-        """True / False for a launch with these scalar values; None when they lack its grid."""
+    def order(self, scalars: dict):
+        """RUNS, ROBIN or NONE (no program shares a tag with its core's previous one in the order
+        taken: a panel would never hit) for a launch with these scalar values; None when they lack
+        its grid."""
         if any(name not in scalars for name in self.args.values()):
             return None
         env = {k: scalars[name] for k, name in self.args.items() if k != CORES}
@@ -107,7 +113,7 @@ class Choice:
         lanes(ops, env, 1)
         n = int(np.asarray(env[id(total)]).reshape(-1)[0])
         if n < 2:
-            return False
+            return NONE
         for _, ops in outside:
             lanes(ops, env, 1)
         for x, _ in outside:
@@ -121,10 +127,12 @@ class Choice:
             tag_sets.append(np.stack([np.broadcast_to(np.asarray(env[id(v)], dtype=np.int64), (n,))
                                       for v in leaves], axis=1) if leaves else np.zeros((n, 0), np.int64))
         robin, runs = shares(tag_sets, n, min(int(scalars[CORES]), n))
-        return runs > 0 and runs >= 2 * robin and 2 * robin < n
+        if self.may_run and runs > 0 and runs >= 2 * robin and 2 * robin < n:
+            return RUNS
+        return ROBIN if robin else NONE
 
     def holds(self, scalars: dict) -> bool:
-        return bool(self.runs(scalars)) == self.expected
+        return (self.order(scalars) or ROBIN) == self.expected
 
 
 def shares(tag_sets: list, programs: int, cores: int) -> tuple[int, int]:
