@@ -14,10 +14,11 @@ a line come from DDR, which round robin's neighbouring programs share (measured,
 
 Guarantees.  :func:`shares` counts, for the tags of a panel's candidates evaluated for every
 program, how many of a core's programs share a tag with the program the core ran just before,
-in each order; :class:`Choice` takes runs for a launch when they share at all, at least twice as
-often as round robin, and round robin with fewer than half -- evaluated for each launch's own values (it is a guard:
-a launch whose values choose otherwise compiles again, so no launch runs the order another
-launch chose).  :func:`run_in_order` rewrites the program loop ``for t in range(c, P, C)`` so
+in each order.  :class:`Choice` says, for a launch's values, RUNS when runs are allowed (panel
+reuse allows them where every program does the same work), share at all, at least twice as
+often as round robin, and round robin with fewer than half; else ROBIN, or NONE when no program
+shares in round robin either (a panel would never hit) -- and it is a guard: a launch whose
+values choose otherwise compiles again, so no launch runs the order another launch chose.  :func:`run_in_order` rewrites the program loop ``for t in range(c, P, C)`` so
 that trip t runs program ``start_c + t // C`` (``start_c = c * (P // C) + min(c, P % C)``): a
 bijection of the same programs onto the same cores' trips, each program still run exactly once,
 by one core, with ``set_program`` naming it -- so it only changes which core runs a program and
@@ -60,8 +61,8 @@ class Choice:
     """The order a launch runs its programs in, and whether a panel can hit in it, for any launch's
     scalar values -- a guard (``args``, ``holds``) for the compile that took it."""
 
-    def __init__(self, P: Op, programs: tuple, cands: list, args: dict):
-        self.P, self.programs, self.cands, self.args = P, programs, cands, args
+    def __init__(self, pid, programs: tuple, cands: list, args: dict):
+        self.pid, self.programs, self.cands, self.args = pid, programs, cands, args
         self.may_run = False        # runs allowed (programs independent, of equal work)
         self.expected = ROBIN
 
@@ -100,7 +101,7 @@ class Choice:
         for chain, leaves in cands:
             chain = copy(chain)
             frozen.append((chain, [mapping.get(id(v), v) for v in leaves]))
-        return cls(P, programs, frozen, args)
+        return cls(pid, programs, frozen, args)
 
     def order(self, scalars: dict):
         """RUNS, ROBIN or NONE (no program shares a tag with its core's previous one in the order
@@ -118,8 +119,7 @@ class Choice:
             lanes(ops, env, 1)
         for x, _ in outside:
             env[id(x)] = np.asarray(env[id(x)]).reshape(-1)[0]
-        pid = self.P.regions[0].args[0]
-        env[id(pid)] = np.arange(n, dtype=pid.type.scalar.np)
+        env[id(self.pid)] = np.arange(n, dtype=self.pid.type.scalar.np)
         tag_sets = []
         for chain, leaves in self.cands:
             lanes(chain, env, n)
