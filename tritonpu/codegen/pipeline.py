@@ -351,7 +351,7 @@ def launch_npu(kernel, arrays, grid, options) -> object:
     scalars = {p.name: a for p, a in zip(kernel.fn.args, arrays) if not p.type.is_ptr}
     # the grid too: a persistent kernel gets it as arguments (passes/persistent.py), which
     # passes may specialize on like the others (program_runs.py)
-    scalars.update((name, int(g)) for name, g in zip(GRID_ARGS, tuple(grid) + (1,) * (3 - len(grid))))
+    scalars.update((name, int(g)) for name, g in zip(GRID_ARGS, grid))
     scalars[CORES] = int(options.get("cores") or get_machine("ascend910b").cores)
     art = artifact(kernel, options, scalars, _share_memory(kernel, arrays))
     # h.asm shows the stages of the launch that ran last (a new dict, replaced at once: launches on

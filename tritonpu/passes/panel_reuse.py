@@ -45,12 +45,11 @@ program of this core from the same addresses.  The panel is one L1 region for th
 buffering prefetches the fills like loads, each into its trip's slot.  When emission still runs
 out of L1 beside a panel, the kernel is compiled again without panels (a note says so).
 
-Before the rewrite, when the launch gives the grid and every program's tags, and in contiguous runs
-a core's programs would share one with the program before at least twice as often as under round
-robin (which shares with fewer than half), each core is given a run of programs
-(program_runs.py) -- the grid order ``pid // num_pid_n`` with column blocks not dividing the core
-count, or a 2-D grid.  1024^3 64x64x32 ``pid // num_pid_n``: 31783 -> 20411 cycles (Triton's
-grouped order: 20327); 2048^3 128x128x32: 117558 -> 104596.
+Before the rewrite, when the launch gives the grid and every program's tags, ``_order`` decides
+the order of a core's programs (program_runs.py): a contiguous run each where that shares far more
+than round robin (``pid // num_pid_n`` with column blocks not dividing the core count, a 2-D grid;
+1024^3 64x64x32: 31783 -> 20411 cycles, Triton's grouped order 20327), and no panel at all where
+no program would find its tiles in it.
 """
 from __future__ import annotations
 
@@ -148,9 +147,7 @@ class PanelReuse(Pass):
         choice = program_runs.Choice.of(fn, P, [(c.chain, c.leaves) for c in cands[:MAX_CANDIDATES]])
         if choice is None:
             return None
-        choice.may_run = program_runs.independent(fn) and all(c.fits is None for c in cands) and all(
-            all(any(o.name == "for" and any(x.name == "dot" for x in o.walk()) for top in r.ops for o in top.walk())
-                for r in if_op.regions if r is not region) for if_op, region in path)
+        choice.may_run = program_runs.independent(fn) and _same_work(cands, path)
         choice.expected = choice.order(launch_scalars()) or program_runs.ROBIN
         record(choice)
         if choice.expected == program_runs.RUNS:
@@ -500,6 +497,16 @@ class PanelReuse(Pass):
         tail.operands[0] = end
         tail.operands[3:] = list(fx.results)
         return ops + [fx, tail], list(tail.results)
+
+
+def _same_work(cands, path) -> bool:
+    """Whether every program runs the K loop the same number of trips: the launch gives its trip
+    count, and each ``if`` on the way to it has a K loop (a ``for`` with a dot) on its other way."""
+    def has_k_loop(region) -> bool:
+        return any(o.name == "for" and any(x.name == "dot" for x in o.walk())
+                   for top in region.ops for o in top.walk())
+    return all(c.fits is None for c in cands) and \
+        all(has_k_loop(r) for if_op, region in path for r in if_op.regions if r is not region)
 
 
 def _tiles(loop) -> list:

@@ -18,8 +18,8 @@ in each order.  :class:`Choice` says, for a launch's values, RUNS when runs are 
 reuse allows them where every program does the same work), share at all, at least twice as
 often as round robin, and round robin with fewer than half; else ROBIN, or NONE when no program
 shares in round robin either (a panel would never hit) -- and it is a guard: a launch whose
-values choose otherwise compiles again, so no launch runs the order another launch chose.  :func:`run_in_order` rewrites the program loop ``for t in range(c, P, C)`` so
-that trip t runs program ``start_c + t // C`` (``start_c = c * (P // C) + min(c, P % C)``): a
+values choose otherwise compiles again, so no launch runs the order another launch chose.
+:func:`run_in_order` rewrites the program loop ``for t in range(c, P, C)`` so that trip t runs program ``start_c + t // C`` (``start_c = c * (P // C) + min(c, P % C)``): a
 bijection of the same programs onto the same cores' trips, each program still run exactly once,
 by one core, with ``set_program`` naming it -- so it only changes which core runs a program and
 when; it is applied only to kernels whose programs cannot observe one another (no atomics, no
@@ -61,8 +61,8 @@ class Choice:
     """The order a launch runs its programs in, and whether a panel can hit in it, for any launch's
     scalar values -- a guard (``args``, ``holds``) for the compile that took it."""
 
-    def __init__(self, pid, programs: tuple, cands: list, args: dict):
-        self.pid, self.programs, self.cands, self.args = pid, programs, cands, args
+    def __init__(self, pid, scalar_ops: list, total, cands: list, args: dict):
+        self.pid, self.scalar_ops, self.total, self.cands, self.args = pid, scalar_ops, total, cands, args
         self.may_run = False        # runs allowed (programs independent, of equal work)
         self.expected = ROBIN
 
@@ -71,37 +71,28 @@ class Choice:
         """The choice for the program loop ``P`` whose panel candidates have ``cands`` ([(chain,
         leaves)]: the ops computing each one's tag from the program id, the tag's values), or None
         when the tags do not follow from the program id and the launch's scalar values alone."""
-        pid = P.regions[0].args[0]
-        total = slice_of(fn, P.operands[1])
-        if total is None:
-            return None
-        args = dict(total[1])
-        outside: list = []
+        pid, total = P.regions[0].args[0], P.operands[1]
+        slices = [slice_of(fn, total)]
+        seen = {id(pid)}
         for chain, leaves in cands:
-            made = {id(r) for o in chain for r in o.results}
+            seen |= {id(r) for o in chain for r in o.results}
             for x in [x for o in chain for x in o.operands] + list(leaves):
-                if x is pid or id(x) in made or any(x is y for y, _ in outside):
-                    continue
-                sl = slice_of(fn, x)
-                if sl is None:
-                    return None
-                outside.append((x, sl[0]))
-                args.update(sl[1])
+                if id(x) not in seen:
+                    seen.add(id(x))
+                    slices.append(slice_of(fn, x))
+        if None in slices:
+            return None
+        args = {k: name for _, names in slices for k, name in names.items()}
         args[CORES] = CORES
-        # (copies: later passes change the ops, and this choice is asked again at later launches)
+        # (copies: later passes change the ops, and this choice is asked again at later launches;
+        # a value two slices compute is read from its last copy, which every copy made later reads)
         mapping: dict = {}
-
-        def copy(ops):
-            return [clone_op(o, mapping) for o in ops]
-
-        programs = (copy(total[0]), P.operands[1], [(x, copy(ops)) for x, ops in outside])
-        programs = (programs[0], mapping.get(id(programs[1]), programs[1]),
-                    [(mapping.get(id(x), x), ops) for x, ops in programs[2]])
+        scalar_ops = [clone_op(o, mapping) for ops, _ in slices for o in ops]
         frozen = []
         for chain, leaves in cands:
-            chain = copy(chain)
+            chain = [clone_op(o, mapping) for o in chain]
             frozen.append((chain, [mapping.get(id(v), v) for v in leaves]))
-        return cls(pid, programs, frozen, args)
+        return cls(pid, scalar_ops, mapping.get(id(total), total), frozen, args)
 
     def order(self, scalars: dict):
         """RUNS, ROBIN or NONE (no program shares a tag with its core's previous one in the order
@@ -109,16 +100,10 @@ class Choice:
         its grid."""
         if any(name not in scalars for name in self.args.values()):
             return None
-        env = {k: scalars[name] for k, name in self.args.items() if k != CORES}
-        ops, total, outside = self.programs
-        lanes(ops, env, 1)
-        n = int(np.asarray(env[id(total)]).reshape(-1)[0])
+        env = lanes(self.scalar_ops, {k: scalars[name] for k, name in self.args.items() if k != CORES}, 1)
+        n = int(np.asarray(env[id(self.total)]).reshape(-1)[0])
         if n < 2:
             return NONE
-        for _, ops in outside:
-            lanes(ops, env, 1)
-        for x, _ in outside:
-            env[id(x)] = np.asarray(env[id(x)]).reshape(-1)[0]
         env[id(self.pid)] = np.arange(n, dtype=self.pid.type.scalar.np)
         tag_sets = []
         for chain, leaves in self.cands:
@@ -147,8 +132,9 @@ def shares(tag_sets: list, programs: int, cores: int) -> tuple[int, int]:
     p = np.arange(programs)
     robin = same(p[:-cores], p[cores:]) if programs > cores else 0
     q, r = divmod(programs, cores)
-    starts = {c * q + min(c, r) for c in range(1, cores)}
-    nxt = np.array([x for x in range(1, programs) if x not in starts], dtype=np.int64)
+    follows = np.ones(programs, bool)          # a program its core ran another one just before
+    follows[[c * q + min(c, r) for c in range(cores)]] = False
+    nxt = p[follows]
     runs = same(nxt - 1, nxt) if len(nxt) else 0
     return robin, runs
 
