@@ -325,13 +325,22 @@ def test_a_dot_larger_than_half_of_l0b_alternates_the_halves():
 
 
 @tritonpu.jit
-def _four_dots(a_ptr, b_ptr, c_ptr, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr):
+def _kth_product(a_ptr, b_ptr, acc, k: tl.constexpr, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr):
     rm, rn, rk = tl.arange(0, M), tl.arange(0, N), tl.arange(0, K)
+    a = tl.load(a_ptr + rm[:, None] * (4 * K) + (k * K + rk)[None, :])
+    b = tl.load(b_ptr + (k * K + rk)[:, None] * N + rn[None, :])
+    return tl.dot(a, b, acc)
+
+
+@tritonpu.jit
+def _four_dots(a_ptr, b_ptr, c_ptr, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr):
+    # straight-line code: four products written out (a static_range loop would be a loop)
     acc = tl.zeros((M, N), dtype=tl.float32)
-    for k in tl.static_range(4):
-        a = tl.load(a_ptr + rm[:, None] * (4 * K) + (k * K + rk)[None, :])
-        b = tl.load(b_ptr + (k * K + rk)[:, None] * N + rn[None, :])
-        acc = tl.dot(a, b, acc)
+    acc = _kth_product(a_ptr, b_ptr, acc, 0, M, N, K)
+    acc = _kth_product(a_ptr, b_ptr, acc, 1, M, N, K)
+    acc = _kth_product(a_ptr, b_ptr, acc, 2, M, N, K)
+    acc = _kth_product(a_ptr, b_ptr, acc, 3, M, N, K)
+    rm, rn = tl.arange(0, M), tl.arange(0, N)
     tl.store(c_ptr + rm[:, None] * N + rn[None, :], acc)
 
 

@@ -3,7 +3,8 @@
 Guarantees:
 * constexpr values (annotated arguments, literals, globals that are constants) stay Python values
   and are folded; constexpr ``if`` branches are folded away and ``tl.static_range`` loops are
-  unrolled;
+  unrolled (and rolled up again into a ``for`` op when their trips that load memory are copies of
+  one another, see :mod:`tritonpu.frontend.reroll`);
 * runtime ``if``/``for``/``while`` become structured ``if``/``for``/``while`` ops whose carried
   values are the variables the body reassigns (types must stay the same, as in Triton);
   ``if cond: return`` at kernel level becomes an ``if`` whose else-region holds the rest;
@@ -83,6 +84,7 @@ class CodeGenerator(ControlFlow, ast.NodeVisitor):
         self.ret = None
         self.ret_node = None
         self.returned = False
+        self.after = []          # (statements, index): the statements that run after the current one
 
     # -- plumbing ------------------------------------------------------------------------------
     def error(self, node, message: str) -> CompilationError:
@@ -124,7 +126,11 @@ class CodeGenerator(ControlFlow, ast.NodeVisitor):
                 else:
                     self.visit_block(list(stmt.body if cond else stmt.orelse) + rest)
                 return
-            self.visit(stmt)
+            self.after.append((stmts, i + 1))
+            try:
+                self.visit(stmt)
+            finally:
+                self.after.pop()
 
     def _in_region(self, region: Region, scope: dict, stmts) -> dict:
         saved_region, saved_scope, saved_returned = self.builder.region, self.scope, self.returned

@@ -15,6 +15,7 @@ from tritonpu.language import core as tl
 from tritonpu.language import block_ptr as BP
 from tritonpu.language import semantic as S
 from tritonpu.language.core import tensor
+from tritonpu.frontend.reroll import reroll
 
 _MISSING = object()
 
@@ -103,6 +104,19 @@ def _fits(v, dt) -> bool:
         return dt.is_bool() and isinstance(v, bool)
     lo, hi = S._int_range(dt)
     return not dt.is_bool() and lo <= v <= hi
+
+
+def _names_read(blocks) -> set[str]:
+    """Names the statements of ``blocks`` (lists of statements) read, ``x`` of ``x += 1`` too."""
+    out = set()
+    for stmts in blocks:
+        for s in stmts:
+            for n in ast.walk(s):
+                if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
+                    out.add(n.id)
+                elif isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Name):
+                    out.add(n.target.id)
+    return out
 
 
 def _contains_return(stmts) -> bool:
@@ -260,11 +274,20 @@ class ControlFlow:
             for name, v in (("start", start), ("end", end), ("step", step)):
                 if not isinstance(v, int):
                     raise self.error(node.iter, f"tl.static_range needs constexpr bounds; {name} is a runtime value")
-            for i in builtins.range(start, end, step):
-                self.scope[node.target.id] = i
-                self.visit_block(node.body)
-                if self.returned:
-                    raise self.error(node, "return inside a loop is not supported")
+            region, before, marks = self.builder.region, dict(self.scope), []
+            self.after.append((node.body, 0))   # a trip's names are read by the next trip's statements
+            try:
+                for i in builtins.range(start, end, step):
+                    marks.append(len(region.ops))
+                    self.scope[node.target.id] = i
+                    self.visit_block(node.body)
+                    if self.returned:
+                        raise self.error(node, "return inside a loop is not supported")
+            finally:
+                self.after.pop()
+            marks.append(len(region.ops))
+            if region is self.builder.region and not (isinstance(step, bool) or isinstance(start, bool)):
+                self._reroll(node, region, marks, before, start, end, step)
             return
         if isinstance(step, int) and step == 0:
             raise self.error(node.iter, "range() step must not be zero")
@@ -289,6 +312,45 @@ class ControlFlow:
         op = self.builder.create("for", [b.handle for b in bounds] + [v.handle for _, v in inits],
                                  [v.ty for _, v in inits], regions=[region])
         self._bind_results(op, carried)
+
+    def _reroll(self, node, region, marks, before, start, end, step):
+        """The unrolled trips of a ``tl.static_range`` loop made one ``for`` op when they are copies
+        of one another (:mod:`tritonpu.frontend.reroll`), the names they set bound to its results."""
+        trips = [region.ops[a:b] for a, b in zip(marks, marks[1:])]
+        made = {r for trip in trips for op in trip for r in op.results}
+        later = _names_read(stmts[i:] for stmts, i in self.after)
+        keep, drop = {}, []             # name -> its leaves made by the trips; names to forget
+        for name, v in self.scope.items():
+            if name in before and v is before[name]:
+                continue
+            if isinstance(v, (list, dict, set)):
+                return                  # may hold tensors of the trips, which a loop cannot give
+            leaves = [x for x in _flat(v) if isinstance(x, tensor) and x.handle in made] if _carriable(v) else []
+            if not leaves:
+                continue
+            if name in before or name in later:
+                keep[name] = leaves
+            else:
+                drop.append(name)
+        iv_dt = tl.int32 if all(-2**31 <= x < 2**31 for x in (start, end, step)) else tl.int64
+        iv = Value(iv_dt.ir, node.target.id)
+        live = [x.handle for leaves in keep.values() for x in leaves]
+        rolled = reroll(trips, start, step, iv, live)
+        if rolled is None:
+            return
+        del region.ops[marks[0]:]
+        bounds = [S.cast(S.to_tensor(x), iv_dt) for x in (start, end, step)]
+        op = self.builder.create("for", [b.handle for b in bounds] + rolled.inits,
+                                 [v.type for v in rolled.inits], regions=[rolled.body])
+        for name in drop:
+            del self.scope[name]
+        for name in keep:
+            results = iter(tensor(op.results[rolled.results[x.handle]], x.handle.type)
+                           if isinstance(x, tensor) and x.handle in made else x for x in _flat(self.scope[name]))
+            v = _rebuild(self.scope[name], results) if _structured(self.scope[name]) else next(results)
+            if not _structured(v):
+                v.handle.name = name
+            self.scope[name] = v
 
     def visit_While(self, node):
         if node.orelse:
