@@ -231,3 +231,22 @@ def test_a_scalar_read_of_gm_a_pipe_stores_needs_a_flag():
     text = _STORE_THEN_LOAD.split("{sync}")[0] + "set_flag MTE3, S, 0\nwait_flag MTE3, S, 0\nsld.f32 s0, y[8]\n"
     assemble(text, "t.s").run({"x": np.ones(2048, np.float32), "y": np.zeros(2048, np.float32)},
                               grid=(1,), sanitize=True)
+
+
+def test_spans_say_whether_a_range_overlaps_one_added_before():
+    # the check skips the per-byte records where no byte was accessed before: Spans must never
+    # call a range fresh that overlaps an earlier one (checked against a per-byte reference)
+    from tritonpu.npu.gm_races import Spans
+    rng = np.random.default_rng(5)
+    for _ in range(20):
+        spans, seen = Spans(), np.zeros(400, bool)
+        for _ in range(60):
+            lo = int(rng.integers(0, 390))
+            hi = lo + int(rng.integers(1, 10))
+            assert spans.add(lo, hi) == (not seen[lo:hi].any()), (lo, hi, spans.los, spans.his)
+            seen[lo:hi] = True
+            assert all(a < b for a, b in zip(spans.his, spans.los[1:]))        # disjoint, not touching
+            covered = np.zeros(400, bool)
+            for a, b in zip(spans.los, spans.his):
+                covered[a:b] = True
+            assert (covered == seen).all()

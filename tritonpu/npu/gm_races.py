@@ -27,6 +27,8 @@ for write/write pairs on one core.
 """
 from __future__ import annotations
 
+import bisect
+
 import numpy as np
 
 from .errors import RaceError
@@ -46,6 +48,7 @@ class GmRaces:
         self.granule = {n: (granules or {}).get(n, 1) for n in sizes}
         self.w: dict = {}       # name -> last write's record per granule (-1: none); made on first access
         self.r: dict = {}       # name -> a read's record (-1: none; <= -2: -2 - rec, read by several)
+        self.touched: dict = {}  # name -> Spans of the bytes accessed (records exist only there)
         self.gpid = np.empty(256, np.int64)
         self.core = np.empty(256, np.int64)
         self.kind = np.empty(256, np.int8)
@@ -60,6 +63,7 @@ class GmRaces:
             n = -(-self.sizes[name] // g)
             w = self.w[name] = np.full(n, -1, np.int32)
             self.r[name] = np.full(n, -1, np.int32)
+            self.touched[name] = Spans()
         return w, self.r[name]
 
     def _fit(self, name, *values) -> int:
@@ -92,17 +96,23 @@ class GmRaces:
             if length <= 0 or len(starts) == 0:
                 return
             g = self._fit(name, starts, length)
-            at = (np.asarray(starts, np.int64)[:, None] // g + np.arange(length // g, dtype=np.int64)).ravel()
+            starts = np.asarray(starts, np.int64)
+            at = (starts[:, None] // g + np.arange(length // g, dtype=np.int64)).ravel()
+            span = (int(starts.min()), int(starts.max()) + length)
         elif nseg > 1:
             if length <= 0:
                 return
             g = self._fit(name, lo, length, stride)
             at = _Segments(lo // g, nseg, length // g, stride // g)
+            span = (min(lo, lo + (nseg - 1) * stride), max(lo, lo + (nseg - 1) * stride) + length)
         else:
             if hi <= lo:
                 return
-            g = self._fit(name, lo, hi)
+            g = self.granule[name]
+            if g > 1 and (lo % g or hi % g):
+                g = self._fit(name, lo, hi)
             at = slice(lo // g, hi // g)
+            span = (lo, hi)
         if st.locks:
             kind |= GUARDED
         sync = kind & SYNC
@@ -117,6 +127,9 @@ class GmRaces:
         where = at
         if isinstance(at, _Segments):           # evenly strided segments: views, not index arrays
             w, r, at = at.view(w), at.view(r), Ellipsis
+        if self.touched[name].add(*span):       # no byte of it accessed before: nothing to check
+            (w if write else r)[at] = rec
+            return
         prev_w = w[at]
         b = prev_w.max()
         if b >= 0:              # written before: by whom (usually one record for the whole range)
@@ -190,6 +203,35 @@ class GmRaces:
         return int(at[k])
 
 
+class Spans:
+    """A union of byte ranges, kept as sorted disjoint ranges (touching ones merged)."""
+
+    def __init__(self):
+        self.los: list = []
+        self.his: list = []
+
+    def add(self, lo: int, hi: int) -> bool:
+        """Add [lo, hi); whether it overlapped none of the ranges before."""
+        los, his = self.los, self.his
+        i = bisect.bisect_left(his, lo)         # the first range ending at or after lo
+        if i < len(los) and los[i] <= lo and hi <= his[i]:
+            return False                        # inside one range (re-reads: the common case)
+        j = bisect.bisect_right(los, hi)        # past the last range starting at or before hi
+        # ranges i .. j-1 overlap [lo, hi) or touch it (the ranges are disjoint and do not touch
+        # one another: only the first can end at lo, only the last start at hi)
+        n = j - i
+        fresh = n == 0 or n == 1 and (his[i] == lo or los[i] == hi) or \
+            n == 2 and his[i] == lo and los[i + 1] == hi
+        if i == j:
+            los.insert(i, lo)
+            his.insert(i, hi)
+        else:
+            lo, hi = min(lo, los[i]), max(hi, his[j - 1])
+            los[i:j] = [lo]
+            his[i:j] = [hi]
+        return fresh
+
+
 class _Segments:
     """``nseg`` runs of ``length`` bytes, ``stride`` apart from ``lo``: a 2-D view of a per-byte map."""
 
@@ -197,6 +239,9 @@ class _Segments:
         self.lo, self.nseg, self.length, self.stride = lo, nseg, length, stride
 
     def view(self, m):
+        end = self.lo + self.nseg * self.stride
+        if self.length <= self.stride and end <= m.size:       # rows of a reshaped slice: cheaper
+            return m[self.lo:end].reshape(self.nseg, self.stride)[:, :self.length]
         e = m.itemsize
         return np.lib.stride_tricks.as_strided(m[self.lo:], shape=(self.nseg, self.length),
                                                strides=(self.stride * e, e))

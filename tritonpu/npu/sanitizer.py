@@ -41,6 +41,10 @@ class RaceTracker:
         self.seen_s = [0] * NPIPES          # the s_version each pipe last merged
         self.w = {s: [{} for _ in range(NPIPES)] for s in self.accessors}
         self.r = {s: [{} for _ in range(NPIPES)] for s in self.accessors}
+        # the latest epoch recorded per (space, pipe): records no newer than what a pipe is
+        # ordered after cannot race with it, so their scan is skipped
+        self.w_top = {s: [0] * NPIPES for s in self.accessors}
+        self.r_top = {s: [0] * NPIPES for s in self.accessors}
 
     # ---- ordering events ----------------------------------------------------------------------
     def snapshot(self, p):
@@ -83,15 +87,17 @@ class RaceTracker:
             self._follow_scalar(p)
         vcp = self.vc[p]
         ws, rs = self.w[space], self.r[space]
+        w_top, r_top = self.w_top[space], self.r_top[space]
         for q in self.accessors[space]:
             if q == p:
                 continue
             known = vcp[q]
-            for (a, b), (e, other) in ws[q].items():
-                if e > known and a < hi and lo < b:
-                    self._race(p, q, space, lo, hi, a, b, other, inst,
-                               "write-after-write" if write else "read-after-write")
-            if write:
+            if w_top[q] > known:
+                for (a, b), (e, other) in ws[q].items():
+                    if e > known and a < hi and lo < b:
+                        self._race(p, q, space, lo, hi, a, b, other, inst,
+                                   "write-after-write" if write else "read-after-write")
+            if write and r_top[q] > known:
                 for (a, b), (e, other) in rs[q].items():
                     if e > known and a < hi and lo < b:
                         self._race(p, q, space, lo, hi, a, b, other, inst, "write-after-read")
@@ -99,6 +105,7 @@ class RaceTracker:
             return
         rec = (ws if write else rs)[p]
         rec[(lo, hi)] = (vcp[p] + 1, inst)         # the epoch this instruction gets at issue
+        (w_top if write else r_top)[p] = vcp[p] + 1
         if len(rec) > _PRUNE_AT:
             self._prune(space, p, rec)
 
