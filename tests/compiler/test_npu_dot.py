@@ -635,3 +635,26 @@ def test_a_dot_operand_computed_before_a_loop_is_staged_into_l1_once():
     h = _scaled_a_times_column_blocks[(1,)](a, b, c, 0.5, K=K, N=N, B=B, BN=BN)
     np.testing.assert_allclose(c, cube_product((a * np.float16(0.5)).astype(np.float16), b), rtol=1e-6, atol=1e-6)
     assert h.stats.bytes_by_path["ub->l1"] == B * K * 2, h.stats.bytes_by_path
+
+
+@tritonpu.jit
+def _two_dots_whole_row(q_ptr, k_ptr, v_ptr, o_ptr, BM: tl.constexpr, BN: tl.constexpr, D: tl.constexpr):
+    rm, rn, rd = tl.arange(0, BM), tl.arange(0, BN), tl.arange(0, D)
+    q = tl.load(q_ptr + rm[:, None] * D + rd[None, :])
+    k = tl.load(k_ptr + rn[:, None] * D + rd[None, :])
+    v = tl.load(v_ptr + rn[:, None] * D + rd[None, :])
+    s = tl.dot(q, tl.trans(k))
+    p = tl.exp(s - tl.max(s, axis=1)[:, None])
+    tl.store(o_ptr + rm[:, None] * D + rd[None, :], tl.dot(p.to(tl.float16), v))
+
+
+def test_an_l0c_overflow_says_what_takes_l0c():
+    # the scores (128 x 256 fp32: 128 KiB, all of L0C) beside the second dot's results: the message
+    # gives both parts of the sum it reports
+    q = np.zeros((128, 128), np.float16)
+    kv = np.zeros((256, 128), np.float16)
+    o = np.zeros((128, 128), np.float32)
+    with pytest.raises(tritonpu.CompilationError) as e:
+        _two_dots_whole_row[(1,)](q, kv, kv, o, BM=128, BN=256, D=128)
+    assert "tl.dot needs 196608 bytes of L0C but it holds 131072 (its 128x256 fp32 product takes 131072, beside " \
+           "the 65536 that the kernel's other dot results hold there)" in str(e.value), str(e.value)

@@ -70,7 +70,9 @@ def test_float_sums_of_longer_rows_keep_their_order():
 
 def test_moe_style_topk_costs_a_twentieth_of_before():
     """Routing 4096 tokens to 8 of 64 experts (64 tokens per program): the sort network's pair
-    selects and sums ran one repeat per pair (733119 cycles); now 40127 (40126 before a loop's
+    selects and sums ran one repeat per pair (733119 cycles); now 40308 (40127 before session 31's
+    L2 model brought a line's first read whole from DDR -- its rows of 256 B are half a line each,
+    and the second half of each line was charged at the L2 rate; 40126 before a loop's
     first set went before its pipe's first work in the run before the loop, session 27; 40263
     before i32 scalar ops carried their wrap, session 15; 40258 before the drains after a loop were
     placed where needed, session 16)."""
@@ -84,4 +86,4 @@ def test_moe_style_topk_costs_a_twentieth_of_before():
     o = np.zeros((4096, 8), np.float32)
     h = route[(64,)](x, o, N=64, K=8, R=64, backend="npu", sanitize=False)
     np.testing.assert_array_equal(o, np.sort(x, 1)[:, ::-1][:, :8])
-    assert h.stats.cycles == 40127
+    assert h.stats.cycles == 40308

@@ -81,3 +81,47 @@ def test_descriptor_errors_say_what_works():
     with pytest.raises(tritonpu.CompilationError, match="tl.make_tensor_descriptor: the last stride must be the "
                                                         r"constant 1 \(the block's rows are contiguous\)"):
         bad[(1,)](np.zeros(256, np.float32), 16, backend="ref")
+
+
+@tritonpu.jit
+def _maybe_make_desc(desc_or_ptr, shape, strides, block_shape):
+    if isinstance(desc_or_ptr, tl.tensor_descriptor):      # Triton's tutorial 06 (3.4+)
+        return desc_or_ptr
+    else:
+        return tl.make_tensor_descriptor(desc_or_ptr, shape, strides, block_shape)
+
+
+@tritonpu.jit
+def _copy_either(x, y, N, BLOCK: tl.constexpr):
+    dx = _maybe_make_desc(x, shape=[N, 16], strides=[16, 1], block_shape=[BLOCK, 16])
+    dy = _maybe_make_desc(y, shape=[N, 16], strides=[16, 1], block_shape=[BLOCK, 16])
+    dy.store([tl.program_id(0) * BLOCK, 0], dx.load([tl.program_id(0) * BLOCK, 0]) + 1)
+
+
+@pytest.mark.parametrize("host", [False, True])
+def test_isinstance_tells_a_descriptor_from_a_pointer(host):
+    x = np.arange(64 * 16, dtype=np.float32).reshape(64, 16)
+    y = np.zeros_like(x)
+    args = (TensorDescriptor(x, [64, 16], [16, 1], [16, 16]), TensorDescriptor(y, [64, 16], [16, 1], [16, 16])) \
+        if host else (x, y)
+    _copy_either[(4,)](*args, 64, BLOCK=16)
+    np.testing.assert_array_equal(y, x + 1)
+
+
+@tritonpu.jit
+def _square_desc(xd, yd, BM: tl.constexpr, BN: tl.constexpr):
+    m = tl.program_id(0) * BM
+    a = xd.load([m, 0])
+    yd.store([m, 0], tl.dot(a, tl.trans(a)) + tl.zeros((BM, BN), tl.float32))
+
+
+def test_a_block_too_large_names_the_host_descriptors():
+    # a 256 x 256 fp32 product does not fit L0C; halving BM cannot help while the host's
+    # descriptors keep their 256-row blocks: say so
+    x = np.zeros((512, 256), np.float16)
+    y = np.zeros((512, 256), np.float32)
+    with pytest.raises(tritonpu.CompilationError) as e:
+        _square_desc[(2,)](TensorDescriptor(x, [512, 256], [256, 1], [256, 256]),
+                           TensorDescriptor(y, [512, 256], [256, 1], [256, 256]), BM=256, BN=256)
+    assert "did not make it fit, but the TensorDescriptor arguments xd, yd kept the block_shape made on the " \
+           "host: try smaller blocks with descriptors made for them" in str(e.value), str(e.value)

@@ -150,7 +150,9 @@ class CubeEmitter:
             return
         c_at = _ceil_to(int(self.fn.attrs.get("l0c_peak", 0)), 64)
         if c_at + M * np_ * 4 > self.m.capacity["l0c"]:
-            self.fail(f"tl.dot needs {c_at + M * np_ * 4} bytes of L0C but it holds {self.m.capacity['l0c']}")
+            self.fail(f"tl.dot needs {c_at + M * np_ * 4} bytes of L0C but it holds {self.m.capacity['l0c']}"
+                      + (f" (its {M}x{N} fp32 product takes {M * np_ * 4}, beside the {c_at} that the kernel's "
+                         "other dot results hold there)" if c_at else ""))
         # consecutive dots drained by FIX use alternate halves of what L0C has left when two
         # products fit: the cube computes the next while FIX still drains this one
         half = (self.m.capacity["l0c"] - c_at) // 2 // 64 * 64

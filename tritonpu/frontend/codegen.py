@@ -387,7 +387,9 @@ class CodeGenerator(ControlFlow, ast.NodeVisitor):
         if fn in _PY_BUILTINS.values() or isinstance(fn, tl.dtype) or (
                 isinstance(fn, (pytypes.BuiltinMethodType, pytypes.MethodWrapperType))
                 and isinstance(getattr(fn, "__self__", None), (str, tuple, list, dict, int, float))):
-            has_tensor = any(isinstance(a, tensor) for a in list(args) + list(kwargs.values()))
+            # isinstance() asks for the class of the frontend's value, which a runtime tensor has
+            # too (Triton's tutorial 06: `isinstance(desc_or_ptr, tl.tensor_descriptor)`)
+            has_tensor = fn is not isinstance and any(isinstance(a, tensor) for a in list(args) + list(kwargs.values()))
             if has_tensor and fn in (builtins.min, builtins.max) and len(args) >= 2 and not kwargs:
                 # As in Triton, min/max of runtime values are tl.minimum/tl.maximum.
                 combine = S.minimum if fn is builtins.min else S.maximum

@@ -3,8 +3,9 @@
 Guarantees: every key of ``tritonpu.isa.COST_RULES`` has an entry in :data:`COSTS`; the numbers
 come only from the machine preset.  Transfers count 32 B beats per segment on the GM side (the
 32 B granules a segment touches, so misaligned or small segments waste bandwidth) or, between
-on-chip buffers, ``ceil(bytes/32)`` per segment on the destination; GM reads price each beat by
-its 512 B line: first read in the launch at the DDR rate, later reads at the L2 rate.
+on-chip buffers, ``ceil(bytes/32)`` per segment on the destination; a GM read's beats in 512 B
+lines read before in the launch come at the L2 rate, and each line it is the first to read comes
+whole from DDR (the line's 16 beats at the DDR rate, whatever part of it the read wants).
 """
 from __future__ import annotations
 
@@ -93,41 +94,43 @@ COSTS = {
 
 # ---- GM side: beats per segment and the L2 first-touch model --------------------------------
 def granules(starts, length, beat=32):
-    """The ``beat``-byte granules touched by segments ``[s, s+length)`` in order, their number
-    (the beats: granules counted per segment) and the segment of each (None: one segment)."""
+    """The ``beat``-byte granules touched by segments ``[s, s+length)`` in order, and their number
+    (the beats: granules counted per segment)."""
     starts = np.asarray(starts, dtype=np.int64)
     if length <= 0 or starts.size == 0:
-        return np.zeros(0, np.int64), 0, None
+        return np.zeros(0, np.int64), 0
     g0 = starts // beat
     g1 = (starts + length - 1) // beat
     cnt = g1 - g0 + 1
     if starts.size == 1:
-        return np.arange(g0[0], g1[0] + 1), int(cnt[0]), None
+        return np.arange(g0[0], g1[0] + 1), int(cnt[0])
     k = int(cnt[0])
     if (cnt == k).all():
-        return ((g0[:, None] + np.arange(k)).ravel(), k * starts.size,
-                np.repeat(np.arange(starts.size), k))
+        return (g0[:, None] + np.arange(k)).ravel(), k * starts.size
     total = int(cnt.sum())
     offs = np.repeat(np.cumsum(cnt) - cnt, cnt)
-    return np.arange(total) - offs + np.repeat(g0, cnt), total, np.repeat(np.arange(starts.size), cnt)
+    return np.arange(total) - offs + np.repeat(g0, cnt), total
 
 
-def l2_read(seen: np.ndarray, gran: np.ndarray, seg, granules_per_line: int):
-    """Split the beats ``gran`` into (cold, warm) and mark their lines as read.
+def l2_read(seen: np.ndarray, gran: np.ndarray, granules_per_line: int):
+    """(cold, warm) beats of a read of the beats ``gran``, and mark their lines as read.
 
-    A beat is cold when its 512 B line was not read earlier in the launch — neither by an
-    earlier transfer nor by an earlier segment of this one (a segment reads each of its lines
-    once, so all its beats in a new line are cold)."""
+    A 512 B line read for the first time in the launch comes from DDR whole: ``cold`` counts the
+    beats of the lines this read is the first to touch -- the whole line's, however few of its
+    beats the read wants -- whose beats come with it once; ``warm``, the read's other beats (in
+    lines read before, or a beat of a new line read again by a later segment), from L2.  So every
+    distinct line costs its full size at the DDR rate once per launch, and no core reads GM
+    faster than DDR gives it the lines (the roofline's read bound is a lower bound)."""
     if gran.size == 0:
         return 0, 0
     lines = gran // granules_per_line
     new = ~seen[lines]
-    if seg is not None and new.any():
-        _, first, inv = np.unique(lines, return_index=True, return_inverse=True)
-        new &= seg[first][inv] == seg
-    cold = int(np.count_nonzero(new))
+    if not new.any():
+        return 0, int(gran.size)
+    fresh = gran[new]
+    cold = int(np.unique(fresh // granules_per_line).size) * granules_per_line
     seen[lines] = True
-    return cold, int(gran.size) - cold
+    return cold, int(gran.size) - int(np.unique(fresh).size)
 
 
 def l2_read_range(seen: np.ndarray, lo: int, hi: int, beat: int, granules_per_line: int):
@@ -136,17 +139,19 @@ def l2_read_range(seen: np.ndarray, lo: int, hi: int, beat: int, granules_per_li
     l0, l1 = g0 // granules_per_line, g1 // granules_per_line
     beats = g1 - g0 + 1
     if l0 == l1:
-        cold = 0 if seen[l0] else beats
+        if seen[l0]:
+            return 0, beats
         seen[l0] = True
-        return cold, beats - cold
+        return granules_per_line, 0
     sl = seen[l0:l1 + 1]
     unseen = sl.size - int(np.count_nonzero(sl))
     if unseen == 0:
-        cold = 0
+        cold, warm = 0, beats
     elif unseen == sl.size:
-        cold = beats
+        cold, warm = unseen * granules_per_line, 0
     else:
         gran = np.arange(g0, g1 + 1)
-        cold = int(np.count_nonzero(~seen[gran // granules_per_line]))
+        warm = int(np.count_nonzero(seen[gran // granules_per_line]))
+        cold = unseen * granules_per_line
     sl[...] = True
-    return cold, beats - cold
+    return cold, warm

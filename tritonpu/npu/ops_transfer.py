@@ -220,8 +220,8 @@ def _xfer(st, inst, prog):
                     st.gm_races.access(st, sname, False, PLAIN, inst, sa, sa + rl)
             else:
                 starts = sa + np.arange(nseg, dtype=np.int64) * ss
-                gran, _, segs = cycles.granules(starts, rl, beat)
-                cold, warm = cycles.l2_read(gm_seen[sname], gran, segs, lpl)
+                gran, _ = cycles.granules(starts, rl, beat)
+                cold, warm = cycles.l2_read(gm_seen[sname], gran, lpl)
                 gm_read[sname].add_segments(sa, nseg, rl, ss)
                 if st.gm_races is not None:
                     st.gm_races.access(st, sname, False, PLAIN, inst, sa, length=rl, nseg=nseg, stride=ss)
@@ -237,7 +237,7 @@ def _xfer(st, inst, prog):
                     st.gm_races.access(st, dname, True, ATOMIC if atomic else PLAIN, inst, da, da + dl)
             else:
                 starts = da + np.arange(nseg, dtype=np.int64) * ds
-                _, beats, _ = cycles.granules(starts, dl, beat)
+                _, beats = cycles.granules(starts, dl, beat)
                 gm_written[dname].add_segments(da, nseg, dl, ds)
                 if st.gm_races is not None:
                     st.gm_races.access(st, dname, True, ATOMIC if atomic else PLAIN, inst, da, length=dl, nseg=nseg,
@@ -360,11 +360,11 @@ def _gather(st, inst, prog):
             cost = cycles.read_transfer(m, path, 0, 0)
             tick(pipe, cost, inst, m.paths[path].latency)
             return
-        gran, beats, segs = cycles.granules(starts, rb, m.beat_bytes)
+        gran, beats = cycles.granules(starts, rb, m.beat_bytes)
         if scatter:
             cost = cycles.write_transfer(m, path, beats)
         else:
-            cold, warm = cycles.l2_read(gm_seen[gname], gran, segs, lpl)
+            cold, warm = cycles.l2_read(gm_seen[gname], gran, lpl)
             cost = cycles.read_transfer(m, path, cold, warm)
         st.add_bytes(path, int(starts.size) * rb, (0, 0) if scatter else (cold, warm))
         tick(pipe, cost, inst, m.paths[path].latency)
@@ -443,8 +443,8 @@ def _gather_segments(st, inst, gname, umem, g_g, g_u, g_n, g_rb, g_rs, g_us, gid
         if rb == 0 or flat.size == 0:
             tick(pipe, 1, inst)     # nothing moves: nothing lands later
             return
-        gran, beats, segs = cycles.granules(flat, rb, m.beat_bytes)
-        cold, warm = cycles.l2_read(gm_seen[gname], gran, segs, lpl)
+        gran, beats = cycles.granules(flat, rb, m.beat_bytes)
+        cold, warm = cycles.l2_read(gm_seen[gname], gran, lpl)
         st.add_bytes(path, int(flat.size) * rb, (cold, warm))
         tick(pipe, cycles.read_transfer(m, path, cold, warm), inst, m.paths[path].latency)
     return run

@@ -112,15 +112,15 @@ def _xfer(inst, E):
         body += gm_side(smem.param, "sa", "ss", False,
                         lambda n: [f"cold, warm = l2_read_range(SEEN[{n}], sa, sa + seg, {beat}, {lpl})",
                                    f"READ[{n}].add(sa, sa + seg)"],
-                        lambda n: [f"gran, _, segs = granules(sa + arange(nseg, dtype=int64) * ss, seg, {beat})",
-                                   f"cold, warm = l2_read(SEEN[{n}], gran, segs, {lpl})",
+                        lambda n: [f"gran, _ = granules(sa + arange(nseg, dtype=int64) * ss, seg, {beat})",
+                                   f"cold, warm = l2_read(SEEN[{n}], gran, {lpl})",
                                    f"READ[{n}].add_segments(sa, nseg, seg, ss)"],
                         f"cost = {lat} + ceil({rate} - 1e-9)")
     elif dgm:
         body += gm_side(dmem.param, "da", "ds", True,
                         lambda n: [f"beats = (da + seg - 1) // {beat} - da // {beat} + 1",
                                    f"WRITTEN[{n}].add(da, da + seg)"],
-                        lambda n: [f"_, beats, _ = granules(da + arange(nseg, dtype=int64) * ds, seg, {beat})",
+                        lambda n: [f"_, beats = granules(da + arange(nseg, dtype=int64) * ds, seg, {beat})",
                                    f"WRITTEN[{n}].add_segments(da, nseg, seg, ds)"],
                         f"cost = {lat} + ceil(beats * {beat} / {p.bytes_per_cycle!r} - 1e-9)")
     else:

@@ -86,4 +86,11 @@ def size_that_fits(jitfn, bound: dict, options: dict, scalars: dict) -> str:
         return ""
     names = ", ".join(n for n, _ in extents)
     how = "one at a time and together" if together else "one at a time"
-    return f" — halving {names} {how} ({tried} compile{'' if tried == 1 else 's'}) did not make it fit"
+    out = f" — halving {names} {how} ({tried} compile{'' if tried == 1 else 's'}) did not make it fit"
+    from tritonpu.tools.tensor_descriptor import TensorDescriptor
+    descs = [n for n, v in bound.items() if isinstance(v, TensorDescriptor)]
+    if descs:
+        out += (f", but the TensorDescriptor argument{'s' if len(descs) > 1 else ''} {', '.join(descs)} kept the "
+                "block_shape made on the host: try smaller blocks with descriptors made for them (Triton's "
+                "tutorial 06 sets desc.block_shape per config in a pre_hook)")
+    return out
