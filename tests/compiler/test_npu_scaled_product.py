@@ -146,3 +146,51 @@ def test_a_scaled_product_whose_drain_buffers_overflow_a_full_ub_is_drained_at_o
     u = cube_product(a, b[BK:])
     np.testing.assert_allclose(out2, u + np.exp(u.astype(np.float64) * 0.01), rtol=1e-6, atol=1e-6)
     assert "scale=s" in h.asm["isa"]
+
+
+@tritonpu.jit
+def _attention_forms(q_ptr, k_ptr, v_ptr, o_ptr, S, scale, D: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr,
+                     EARLY: tl.constexpr):
+    rows = tl.program_id(0) * BM + tl.arange(0, BM)
+    cols = tl.arange(0, BN)
+    dims = tl.arange(0, D)
+    q = tl.load(q_ptr + rows[:, None] * D + dims[None, :])
+    m_i = tl.zeros([BM], dtype=tl.float32) - float("inf")
+    l_i = tl.zeros([BM], dtype=tl.float32)
+    acc = tl.zeros([BM, D], dtype=tl.float32)
+    for start in range(0, S, BN):
+        k = tl.load(k_ptr + (start + cols)[:, None] * D + dims[None, :])
+        qk = tl.dot(q, tl.trans(k)) * scale
+        m_ij = tl.maximum(m_i, tl.max(qk, 1))
+        p = tl.exp(qk - m_ij[:, None])
+        v = tl.load(v_ptr + (start + cols)[:, None] * D + dims[None, :])
+        if EARLY:       # triton-ascend's samples: the product first, then the softmax's vector work
+            pv = tl.dot(p.to(k.dtype), v)
+            alpha = tl.exp(m_i - m_ij)
+            l_i = l_i * alpha + tl.sum(p, 1)
+            acc = acc * alpha[:, None]
+            acc = acc + pv
+        else:           # Triton's tutorial order: the product where it is added
+            alpha = tl.exp(m_i - m_ij)
+            l_i = l_i * alpha + tl.sum(p, 1)
+            acc = acc * alpha[:, None] + tl.dot(p.to(k.dtype), v)
+        m_i = m_ij
+    tl.store(o_ptr + rows[:, None] * D + dims[None, :], acc / l_i[:, None])
+
+
+def test_a_product_made_before_the_softmax_waits_in_l0c_until_it_is_added():
+    # at 128 x 128 blocks and head dim 128 the product made first (pv) took 64 KiB of UB beside the
+    # scores, p and the accumulator while the vector unit worked: 230912 bytes of UB, a
+    # CompilationError. Waiting in L0C it compiles, and computes the bits of the tutorial's order.
+    rng = np.random.default_rng(6)
+    S, D = 256, 128
+    q, k, v = (rng.standard_normal((S, D)).astype(np.float16) for _ in range(3))
+    outs = []
+    for early in (True, False):
+        o = np.zeros((S, D), np.float32)
+        _attention_forms[(S // 128,)](q, k, v, o, S, 1 / np.sqrt(D), D=D, BM=128, BN=128, EARLY=early)
+        outs.append(o)
+    np.testing.assert_array_equal(outs[0], outs[1])
+    s = q.astype(np.float64) @ k.T.astype(np.float64) / np.sqrt(D)
+    p = np.exp(s - s.max(1, keepdims=True))
+    np.testing.assert_allclose(outs[0], (p / p.sum(1, keepdims=True)) @ v.astype(np.float64), atol=2e-2, rtol=2e-2)

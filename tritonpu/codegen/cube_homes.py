@@ -269,15 +269,17 @@ class CubeHomes:
         elif len(uses) == 1 and self._accumulates_in_place(op, *uses[0]):
             self.home[id(op.result)] = L0C      # the next dot accumulates into it in place
         elif (scaled := self._scaled_then_added(op)) is not None:
-            # s * (A @ B) + T: the product waits in L0C; FIX drains it scaled onto T at the add
+            # [s *] (A @ B) + T: the product waits in L0C; FIX drains it (scaled) onto T at the add
             mul, add, s = scaled
-            self.home[id(op.result)] = self.home[id(mul.result)] = L0C
-            self.l0c_scaled[id(op)] = mul
+            self.home[id(op.result)] = L0C
             self.l0c_added[id(add)] = (op, mul)
-            # the scale is read at the add (FIX scales as it drains): live, and used, until then
-            # -- no value sharing its register is made in between
-            self.last_use[id(s)] = max(self.last_use.get(id(s), 0), self.span[id(add)][0] + 1)
-            self.users.setdefault(id(s), []).append((add, -1))
+            if mul is not None:
+                self.home[id(mul.result)] = L0C
+                self.l0c_scaled[id(op)] = mul
+                # the scale is read at the add (FIX scales as it drains): live, and used, until
+                # then -- no value sharing its register is made in between
+                self.last_use[id(s)] = max(self.last_use.get(id(s), 0), self.span[id(add)][0] + 1)
+                self.users.setdefault(id(s), []).append((add, -1))
         else:
             return
         self.l0c_plain.add(id(op))
@@ -285,20 +287,25 @@ class CubeHomes:
     def _scaled_then_added(self, op: Op):
         """(the mul, the add, the scale) when a dot's f32 product is only multiplied by a scalar
         and that only added to a whole tile of its type in the dot's region (``qk * scale +
-        tl.where(mask, 0, -1e6)``, ``tl.dot(a, b) * alpha + c``), the tile neither in L0C nor a
-        scaled product itself; else None."""
+        tl.where(mask, 0, -1e6)``, ``tl.dot(a, b) * alpha + c``), or (None, the add, None) when
+        the product is only added to such a tile (``pv = tl.dot(p, v)`` ... ``acc = acc + pv``,
+        the vector work in between: the product need not take UB while it waits), the tile
+        neither in L0C nor a scaled product itself; else None."""
         uses = self.users.get(id(op.result), [])
         if len(uses) != 1 or str(op.result.type.scalar) != "f32" or len(op.result.type.shape) != 2 or \
                 not SCALED_IN_L0C.get():
             return None
         mul, k = uses[0]
-        if mul.name != "mul" or mul.parent is not op.parent or str(mul.result.type) != str(op.result.type):
-            return None
-        s = mul.operands[1 - k]
-        later = self.users.get(id(mul.result), [])
-        if s.type.is_block or len(later) != 1:
-            return None
-        add, j = later[0]
+        if mul.name == "add":
+            mul, s, (add, j) = None, None, uses[0]
+        else:
+            if mul.name != "mul" or mul.parent is not op.parent or str(mul.result.type) != str(op.result.type):
+                return None
+            s = mul.operands[1 - k]
+            later = self.users.get(id(mul.result), [])
+            if s.type.is_block or len(later) != 1:
+                return None
+            add, j = later[0]
         if add.name != "add" or add.parent is not op.parent or str(add.result.type) != str(op.result.type):
             return None
         t = add.operands[1 - j]

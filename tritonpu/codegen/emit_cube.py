@@ -194,14 +194,17 @@ class CubeEmitter:
         self._products(c, tacc, M, N, K, np_, init=0)
 
     def add_scaled_product(self, op) -> None:
-        """``T + s * (A @ B)`` for an add in ``an.l0c_added``: the product waited in L0C; FIX drains
-        it scaled by ``s``, a few rows at a time, onto T (no M x N tile of the product in UB)."""
+        """``T + s * (A @ B)`` (or ``T + A @ B``) for an add in ``an.l0c_added``: the product waited
+        in L0C; FIX drains it (scaled by ``s``) a few rows at a time onto T (no M x N tile of the
+        product in UB)."""
         dot, mul = self.an.l0c_added[id(op)]
         c = self.val(dot.result)
-        t = op.operands[1] if op.operands[0] is mul.result else op.operands[0]
-        s = mul.operands[1] if mul.operands[0] is dot.result else mul.operands[0]
+        made = dot.result if mul is None else mul.result        # (no mul: the product itself is added)
+        t = op.operands[1] if op.operands[0] is made else op.operands[0]
+        s = None if mul is None else mul.operands[1] if mul.operands[0] is dot.result else mul.operands[0]
         M, N = c.shape
-        self._add_drained(c, self.out_tile(op.result), self.as_tile(t), M, N, _ceil_to(N, 16), self.scalar(s))
+        self._add_drained(c, self.out_tile(op.result), self.as_tile(t), M, N, _ceil_to(N, 16),
+                          None if s is None else self.scalar(s))
 
     def _add_drained(self, c: Tile, dst: Tile, acc: Tile, M: int, N: int, np_: int, scale=None) -> None:
         """dst = acc + C (C scaled by ``scale`` on the way), FIX draining C a few rows at a time
