@@ -658,3 +658,42 @@ def test_an_l0c_overflow_says_what_takes_l0c():
         _two_dots_whole_row[(1,)](q, kv, kv, o, BM=128, BN=256, D=128)
     assert "tl.dot needs 196608 bytes of L0C but it holds 131072 (its 128x256 fp32 product takes 131072, beside " \
            "the 65536 that the kernel's other dot results hold there)" in str(e.value), str(e.value)
+
+
+@tritonpu.jit
+def _dk_dv_like(k_ptr, v_ptr, q_ptr, do_ptr, dk_ptr, dv_ptr, S, BN: tl.constexpr, BM: tl.constexpr, D: tl.constexpr):
+    # attention backward's shape: two 128 x 128 fp32 accumulators (all of L0C) and two products a trip
+    rn, rd = tl.arange(0, BN), tl.arange(0, D)
+    k = tl.load(k_ptr + rn[:, None] * D + rd[None, :])
+    v = tl.load(v_ptr + rn[:, None] * D + rd[None, :])
+    dk = tl.zeros((BN, D), tl.float32)
+    dv = tl.zeros((BN, D), tl.float32)
+    for start in range(0, S, BM):
+        rm = start + tl.arange(0, BM)
+        qT = tl.load(q_ptr + rm[None, :] * D + rd[:, None])
+        do = tl.load(do_ptr + rm[:, None] * D + rd[None, :])
+        pT = tl.exp(tl.dot(k, qT) * 0.01)
+        dv += tl.dot(pT.to(tl.float16), do)
+        dsT = pT * (tl.dot(v, tl.trans(do)) - 1.0)
+        dk += tl.dot(dsT.to(tl.float16), tl.trans(qT))
+    tl.store(dk_ptr + rn[:, None] * D + rd[None, :], dk)
+    tl.store(dv_ptr + rn[:, None] * D + rd[None, :], dv)
+
+
+def test_accumulators_that_do_not_fit_l0c_with_a_trips_product_keep_one_there():
+    # dk and dv take L0C's 128 KiB; the trip's k @ qT and v @ do^T need more: an L0C overflow
+    # was a CompilationError. Compiled again with one accumulator in L0C (the other
+    # in UB, each trip's product added on the vector unit), with a note saying so.
+    rng = np.random.default_rng(8)
+    S, BN, D = 256, 128, 128
+    k, v = (rng.standard_normal((BN, D)).astype(np.float16) for _ in range(2))
+    q, do = (rng.standard_normal((S, D)).astype(np.float16) for _ in range(2))
+    dk = np.zeros((BN, D), np.float32)
+    dv = np.zeros((BN, D), np.float32)
+    h = _dk_dv_like[(1,)](k, v, q, do, dk, dv, S, BN=BN, BM=32, D=D)
+    pT = np.exp((k.astype(np.float64) @ q.T.astype(np.float64)) * 0.01)
+    dsT = pT * (v.astype(np.float64) @ do.T.astype(np.float64) - 1.0)
+    np.testing.assert_allclose(dv, pT.astype(np.float16).astype(np.float64) @ do, rtol=2e-2, atol=0.5)
+    np.testing.assert_allclose(dk, dsT.astype(np.float16).astype(np.float64) @ q, rtol=2e-2, atol=0.5)
+    assert any(n.startswith("one accumulator per loop kept in L0C, the others in UB: tl.dot needs") for n in
+               h.stats.notes), h.stats.notes

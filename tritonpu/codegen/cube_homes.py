@@ -5,7 +5,7 @@ dot operands computed in UB are copied into L1 once, where they are made (``stag
 :class:`analysis.Analysis`."""
 from __future__ import annotations
 
-from tritonpu.codegen.homes import (L0C, L1, LOOPS, NOWHERE, SCALED_IN_L0C, UB, Group, const_value, if_result_of,
+from tritonpu.codegen.homes import (L0C, L0C_ACCUMULATORS, L1, LOOPS, NOWHERE, SCALED_IN_L0C, UB, Group, const_value, if_result_of,
                                    tile_bytes)
 from tritonpu.ir import Function, Op
 from tritonpu.ir.ops import slice_geometry
@@ -145,16 +145,20 @@ class CubeHomes:
         return changed
 
     def _l0c_carries(self, op: Op) -> None:
-        """Accumulators a loop keeps in L0C: the carried value is the ``acc`` of a dot whose result
+        """Accumulators a loop keeps in L0C (the first ``L0C_ACCUMULATORS`` of them when set): the
+        carried value is the ``acc`` of a dot whose result
         is the ``acc`` of the next dot ... whose result is yielded (one dot per trip, or two when
         the loop was unrolled by double buffering), starting from zeros -- or from the L0C
         accumulator of a loop before it that only this loop uses (a K loop split in two, see
         passes/panel_reuse.py: the second goes on in the same tile)."""
         body = op.regions[0]
         term = body.terminator
+        most = L0C_ACCUMULATORS.get()
         for i, (init, arg) in enumerate(zip(op.operands[3:], body.args[1:])):
             if not arg.type.is_block or str(arg.type.scalar) not in ("f32", "i32"):
                 continue
+            if most is not None and len(self.l0c_loops.get(id(op), {})) >= most:
+                break           # (compiled again with fewer: the rest accumulate in UB)
             goes_on = const_value(init) != 0
             if goes_on and not (self._l0c_value(init) and self.users.get(id(init), []) == [(op, 3 + i)]):
                 continue

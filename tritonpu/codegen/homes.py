@@ -18,6 +18,10 @@ LOOPS = frozenset(("for", "while"))
 # A product only scaled and added to a tile waits in L0C until the add (cube_homes.
 # _scaled_then_added); a kernel whose L0C that leaves too small is compiled again without it.
 SCALED_IN_L0C = contextvars.ContextVar("scaled_products_wait_in_l0c", default=True)
+# How many accumulators one loop keeps in L0C (None: every one that qualifies, see cube_homes.
+# _l0c_carries); a kernel whose loop accumulators and products do not fit L0C together is compiled
+# again keeping one there -- the others accumulate in UB, each trip's product added on the vector unit.
+L0C_ACCUMULATORS = contextvars.ContextVar("l0c_accumulators_per_loop", default=None)
 
 
 def elem_bytes(ty) -> int:

@@ -16,7 +16,7 @@ from numpy import may_share_memory
 
 from tritonpu.codegen.asmlist import Instr, Loop, panel_reserved, render
 from tritonpu.codegen.emit import Emitter
-from tritonpu.codegen.homes import REUSE_LOADED, SCALED_IN_L0C
+from tritonpu.codegen.homes import L0C_ACCUMULATORS, REUSE_LOADED, SCALED_IN_L0C
 from tritonpu.codegen.l0c_ring import ring_l0c
 from tritonpu.codegen.sync import insert_sync
 from tritonpu.errors import CompilationError, ExecutionError, LaunchError
@@ -135,6 +135,8 @@ def _compile_npu(ir_text: str, options, print_after) -> NpuKernel:
     except CompilationError as e:
         if "L0C" in e.message and SCALED_IN_L0C.get():
             return _without_scaled_in_l0c(ir_text, options, print_after)
+        if "L0C" in e.message and L0C_ACCUMULATORS.get() is None:
+            return _fewer_l0c_accumulators(ir_text, options, print_after, e)
         if " of L1" in e.message and "panel-reuse" in pm.pipeline and TRIAL_AFTER_CLEANUP.get():
             return _without_panels(ir_text, options, print_after, e)
         # a loop rewrite judged to fit before the cleanup pass, which then changed what is live
@@ -156,6 +158,8 @@ def _compile_npu(ir_text: str, options, print_after) -> NpuKernel:
     except CompilationError as e:
         if "L0C" in e.message and SCALED_IN_L0C.get():
             return _without_scaled_in_l0c(ir_text, options, print_after)
+        if "L0C" in e.message and L0C_ACCUMULATORS.get() is None:
+            return _fewer_l0c_accumulators(ir_text, options, print_after, e)
         if fn.__dict__.get("early_starts") and ("Unified Buffer" in e.message or " of L1" in e.message):
             # the tiles loaded after loops, kept clear of them, left too little room for the
             # temporaries: plan them as they stand
@@ -246,6 +250,25 @@ def _without_scaled_in_l0c(ir_text, options, print_after) -> NpuKernel:
         return _compile_npu(ir_text, options, print_after)
     finally:
         SCALED_IN_L0C.reset(token)
+
+
+def _fewer_l0c_accumulators(ir_text, options, print_after, e) -> NpuKernel:
+    """The kernel compiled again keeping at most one accumulator per loop in L0C (codegen/homes.py
+    ``L0C_ACCUMULATORS``): a loop's accumulators and the products made beside them did not fit
+    L0C together (Triton's attention backward keeps dk and dv, 64 KiB each at 128 x 128, and makes
+    two more products a trip).  The others live in UB, each trip's product drained and added to
+    them on the vector unit -- one more fp32 rounding a trip, as for an accumulator that starts
+    from a loaded tile; a note says so.  If that does not compile either, the first error stands
+    (it names what did not fit L0C)."""
+    token = L0C_ACCUMULATORS.set(1)
+    try:
+        retry = _compile_npu(ir_text, options, print_after)
+    except CompilationError:
+        raise e from None
+    finally:
+        L0C_ACCUMULATORS.reset(token)
+    retry.notes.insert(0, f"one accumulator per loop kept in L0C, the others in UB: {e.message.split(';')[0]}")
+    return retry
 
 
 def _without_panels(ir_text, options, print_after, e) -> NpuKernel:
