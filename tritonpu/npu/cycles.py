@@ -127,10 +127,12 @@ def l2_read(seen: np.ndarray, gran: np.ndarray, granules_per_line: int):
     new = ~seen[lines]
     if not new.any():
         return 0, int(gran.size)
-    fresh = gran[new]
-    cold = int(np.unique(fresh // granules_per_line).size) * granules_per_line
+    fresh = np.sort(gran[new])           # (sorted: distinct granules and lines are counted by steps)
+    step = fresh[1:] != fresh[:-1]
+    ls = fresh // granules_per_line
+    cold = (1 + int(np.count_nonzero(ls[1:] != ls[:-1]))) * granules_per_line
     seen[lines] = True
-    return cold, int(gran.size) - int(np.unique(fresh).size)
+    return cold, int(gran.size) - 1 - int(np.count_nonzero(step))
 
 
 def l2_read_range(seen: np.ndarray, lo: int, hi: int, beat: int, granules_per_line: int):
