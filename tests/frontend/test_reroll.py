@@ -89,7 +89,8 @@ def _rows(x_ptr, out_ptr, W: tl.constexpr, KIND: tl.constexpr):
     elif KIND == "nested":                 # both roll: the inner loop inside the outer one
         for i in tl.static_range(2):
             for j in tl.static_range(4):
-                acc += tl.load(x_ptr + (i * 4 + j) * W + cols) * (i + 1)
+                row = tl.load(x_ptr + (i * 4 + j) * W + cols)
+                acc += row * (i + 1)
     tl.store(out_ptr + cols, acc)
 
 

@@ -106,16 +106,20 @@ def _fits(v, dt) -> bool:
     return not dt.is_bool() and lo <= v <= hi
 
 
-def _names_read(blocks) -> set[str]:
-    """Names the statements of ``blocks`` (lists of statements) read, ``x`` of ``x += 1`` too."""
+def _names_read(blocks, skip=None) -> set[str]:
+    """Names the statements of ``blocks`` (lists of statements) read, ``x`` of ``x += 1`` too, not
+    looking inside the node ``skip`` (a loop whose trips assign its names before they read them)."""
     out = set()
-    for stmts in blocks:
-        for s in stmts:
-            for n in ast.walk(s):
-                if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
-                    out.add(n.id)
-                elif isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Name):
-                    out.add(n.target.id)
+    stack = [s for stmts in blocks for s in stmts]
+    while stack:
+        n = stack.pop()
+        if n is skip:
+            continue
+        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
+            out.add(n.id)
+        elif isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Name):
+            out.add(n.target.id)
+        stack.extend(ast.iter_child_nodes(n))
     return out
 
 
@@ -318,7 +322,7 @@ class ControlFlow:
         of one another (:mod:`tritonpu.frontend.reroll`), the names they set bound to its results."""
         trips = [region.ops[a:b] for a, b in zip(marks, marks[1:])]
         made = {r for trip in trips for op in trip for r in op.results}
-        later = _names_read(stmts[i:] for stmts, i in self.after)
+        later = _names_read((stmts[i:] for stmts, i in self.after), skip=node)
         keep, drop = {}, []             # name -> its leaves made by the trips; names to forget
         for name, v in self.scope.items():
             if name in before and v is before[name]:
