@@ -56,8 +56,8 @@ def test_scalar_instructions_are_written_out_and_others_call_their_closure():
     assert "race.access(" in san and "GMR.access(st, " in san and "r = F[12]()" not in san
     assert "F[3]()" not in src and "F[4]()" not in src         # mul, div: written out
     # the scalar unit's clock is settled before code that reads it, not per instruction
-    assert "race.issue" not in src and "TR.append" not in src
-    assert "race.issue(0)" in _source(LOOP, sanitize=True)
+    assert "RVC[" not in src and "TR.append" not in src
+    assert "RVC[0][0] += 1" in san          # race.issue(S), in line
     assert "TR.append((st.core, 0, (ts + 3), 1, 5, st.gpid))" in _source(LOOP, trace=True)   # cvt: 3 after add
 
 

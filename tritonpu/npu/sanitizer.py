@@ -36,9 +36,15 @@ class RaceTracker:
         self.reset()
 
     def reset(self):
-        self.vc = [[0] * NPIPES for _ in range(NPIPES)]
+        # (in place: the translating engine's code holds the clock rows and seen_s, see
+        # translate.Emitter.tick)
+        if not hasattr(self, "vc"):
+            self.vc = [[0] * NPIPES for _ in range(NPIPES)]
+            self.seen_s = [0] * NPIPES      # the s_version each pipe last merged
+        for row in self.vc:
+            row[:] = [0] * NPIPES
+        self.seen_s[:] = [0] * NPIPES
         self.s_version = 0                  # bumps whenever the scalar unit's clock row changes
-        self.seen_s = [0] * NPIPES          # the s_version each pipe last merged
         self.w = {s: [{} for _ in range(NPIPES)] for s in self.accessors}
         self.r = {s: [{} for _ in range(NPIPES)] for s in self.accessors}
         # the latest epoch recorded per (space, pipe): records no newer than what a pipe is
@@ -62,9 +68,9 @@ class RaceTracker:
         """Pipe p gets an instruction: bump its epoch (after the instruction's accesses)."""
         self.vc[p][p] += 1
         if p and self.seen_s[p] != self.s_version:
-            self._follow_scalar(p)
+            self.follow_scalar(p)
 
-    def _follow_scalar(self, p):
+    def follow_scalar(self, p):
         """An instruction on p is ordered after what the scalar unit, which issued it in program
         order, is ordered after."""
         self.seen_s[p] = self.s_version
@@ -84,7 +90,7 @@ class RaceTracker:
         if hi <= lo:
             return
         if p and self.seen_s[p] != self.s_version:
-            self._follow_scalar(p)
+            self.follow_scalar(p)
         vcp = self.vc[p]
         ws, rs = self.w[space], self.r[space]
         w_top, r_top = self.w_top[space], self.r_top[space]

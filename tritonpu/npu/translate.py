@@ -111,7 +111,7 @@ class Emitter:
         if self.st.trace is not None:
             lines.append(f"TR.append((st.core, {S}, {self.now()}, {cost}, {inst.index}, st.gpid))")
         if self.st.race is not None:
-            lines.append(f"race.issue({S})")
+            lines.append(f"RVC[{S}][{S}] += 1")          # (race.issue(S), in line)
         self.d += cost
         self.n += 1
         self.b += cost
@@ -121,8 +121,8 @@ class Emitter:
         """``t = State.tick(p, cost, inst)`` for a pipe other than S, without a latency."""
         assert p != S
         lines = self.settle() + [f"t = ts; cnt[{p}] += 1"]
-        if self.st.race is not None:
-            lines.append(f"race.issue({p})")
+        if self.st.race is not None:                     # race.issue(p), in line
+            lines += [f"RVC[{p}][{p}] += 1", f"if RSEEN[{p}] != race.s_version: race.follow_scalar({p})"]
         lines += ["ts = t + 1; b0 += 1", f"c = clk[{p}]", "if c > t:", f"    queued[{p}] += c - t", "    t = c",
                   f"clk[{p}] = t + {cost}; busy[{p}] += {cost}"]
         if self.st.trace is not None:
@@ -230,6 +230,7 @@ def source(prog, st, reads) -> tuple[str, dict]:
              "        GMR = st.gm_races",
              "        TR = st.trace",
              "        race = st.race",
+             "        RVC, RSEEN = (race.vc, race.seen_s) if race is not None else (None, None)",
              "        RD = H is not None and H[1] is not None",
              "        quantum = H[2] if H is not None else 0",
              "        turn_ends = quantum",

@@ -127,7 +127,9 @@ def _xfer(inst, E):
         body += [f"cost = {lat} + ceil((nseg * -(-seg // {beat})) * {beat} / {p.bytes_per_cycle!r} - 1e-9)"]
     body += ["bbp = st.bytes_by_path", f"bbp[{path_c}] = bbp.get({path_c}, 0) + nseg * seg"]
     # State.tick(pipe, cost, inst, lat), then State.landed for an on-chip destination
-    body += ["t = ts", f"cnt[{pipe}] += 1"] + ([f"race.issue({pipe})"] if race else []) + \
+    body += ["t = ts", f"cnt[{pipe}] += 1"] + \
+        ([f"RVC[{pipe}][{pipe}] += 1", f"if RSEEN[{pipe}] != race.s_version: race.follow_scalar({pipe})"]
+         if race else []) + \
         ["ts = t + 1", "b0 += 1", f"c = clk[{pipe}]", "if c > t:", f"    queued[{pipe}] += c - t", "    t = c"]
     if lat:
         body += [f"if t + cost > done[{pipe}]: done[{pipe}] = t + cost",
