@@ -33,14 +33,13 @@ class RaceTracker:
     def __init__(self, accessors: dict):
         # accessors: space -> set of pipe indices (other than S) that access the space
         self.accessors = {s: sorted(p for p in ps if p != 0) for s, ps in accessors.items()}
+        # the clock rows and seen_s are reset in place: the translating engine's code holds them
+        # (translate.Emitter.tick)
+        self.vc = [[0] * NPIPES for _ in range(NPIPES)]
+        self.seen_s = [0] * NPIPES          # the s_version each pipe last merged
         self.reset()
 
     def reset(self):
-        # (in place: the translating engine's code holds the clock rows and seen_s, see
-        # translate.Emitter.tick)
-        if not hasattr(self, "vc"):
-            self.vc = [[0] * NPIPES for _ in range(NPIPES)]
-            self.seen_s = [0] * NPIPES      # the s_version each pipe last merged
         for row in self.vc:
             row[:] = [0] * NPIPES
         self.seen_s[:] = [0] * NPIPES
