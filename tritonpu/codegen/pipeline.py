@@ -30,7 +30,7 @@ from tritonpu.passes.specialize import launch_values
 
 # The passes the NPU path runs, in order (each is a file in tritonpu/passes/).
 NPU_PIPELINE = ["canonicalize", "memory-analysis", "cse", "trip-extents", "fusion", "unswitch", "dce", "tiling",
-                "epilogue-rows", "element-rows", "persistent",
+                "epilogue-rows", "element-rows", "persistent", "balance",
                 "versioning", "hoist", "stagger", "panel-reuse", "double-buffer", "cleanup", "buffer-planning"]
 # The optional stages after ISA emission (each a file in tritonpu/codegen/), before sync insertion.
 CODEGEN_PASSES = ("l0c-ring",)
@@ -38,7 +38,7 @@ CODEGEN_PASSES = ("l0c-ring",)
 # ran out (see _with_fewer_registers); None: the passes choose.
 REGISTER_STAGES = contextvars.ContextVar("register_stages", default=None)
 # Passes a user may switch off (results must not change; tests check it).
-OPTIONAL_PASSES = ("canonicalize", "memory-analysis", "cse", "trip-extents", "fusion", "unswitch", "persistent", "versioning", "hoist",
+OPTIONAL_PASSES = ("canonicalize", "memory-analysis", "cse", "trip-extents", "fusion", "unswitch", "persistent", "balance", "versioning", "hoist",
                    "stagger", "panel-reuse", "double-buffer") + CODEGEN_PASSES
 
 
@@ -51,6 +51,7 @@ class NpuKernel:
     persistent: bool = False
     l0c_ring: bool = False                        # the programs a core runs alternate halves of L0C
     zeros_bytes: int = 0                          # size of the zero row the launch passes
+    program_order: object = None                  # the table of programs the launch passes (balance)
     ub_bytes: int = 0                             # Unified Buffer a program uses (tiles + temporaries)
     guards: list = field(default_factory=list)    # conditions on scalar arguments it was compiled for
     _accepts: dict = field(default_factory=dict)  # (argument values the guards read) -> bool
@@ -152,6 +153,7 @@ def _compile_npu(ir_text: str, options, print_after) -> NpuKernel:
     for name, text in pm.dumps:
         out.asm[name] = text
     out.persistent = bool(fn.attrs.get("persistent"))
+    out.program_order = fn.__dict__.get("program_order")
     em = Emitter(fn)
     try:
         header, nodes = em.run()
@@ -393,6 +395,9 @@ def launch_npu(kernel, arrays, grid, options) -> object:
     if art.zeros_bytes:
         from tritonpu.codegen.emit_memory import ZEROS
         args[ZEROS] = _zeros(art.zeros_bytes)
+    if art.program_order is not None:
+        from tritonpu.passes.program_balance import ORDER
+        args[ORDER] = art.program_order
     user_grid = tuple(grid)
     if art.persistent:       # one program per core, looping over the user's programs
         for name, g in zip(GRID_ARGS, user_grid):

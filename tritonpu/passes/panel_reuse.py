@@ -110,7 +110,7 @@ class PanelReuse(Pass):
             return
         P = _program_loop(fn)
         written = written_by(fn.body.ops)
-        if P is None or None in written:
+        if P is None or None in written or fn.attrs.get("balanced"):
             return
         users = users_of(fn)
         for F, path in _loops(P.regions[0], []):

@@ -57,20 +57,19 @@ def independent(fn: Function) -> bool:
 RUNS, ROBIN, NONE = "runs", "round robin", "none"
 
 
-class Choice:
-    """The order a launch runs its programs in, and whether a panel can hit in it, for any launch's
-    scalar values -- a guard (``args``, ``holds``) for the compile that took it."""
+class PerProgram:
+    """Scalars the program loop computes from the program id and the launch's scalar arguments,
+    evaluated for every program of a launch at once (for a choice of order that is a guard: it is
+    asked again, for other launches' values, with copies of the ops it read)."""
 
     def __init__(self, pid, scalar_ops: list, total, cands: list, args: dict):
         self.pid, self.scalar_ops, self.total, self.cands, self.args = pid, scalar_ops, total, cands, args
-        self.may_run = False        # runs allowed (programs independent, of equal work)
-        self.expected = ROBIN
 
     @classmethod
     def of(cls, fn: Function, P: Op, cands: list):
-        """The choice for the program loop ``P`` whose panel candidates have ``cands`` ([(chain,
-        leaves)]: the ops computing each one's tag from the program id, the tag's values), or None
-        when the tags do not follow from the program id and the launch's scalar values alone."""
+        """For the program loop ``P`` and ``cands`` ([(chain, leaves)]: the ops computing scalars
+        from the program id, and the scalars wanted), or None when they do not follow from the
+        program id and the launch's scalar values alone."""
         pid, total = P.regions[0].args[0], P.operands[1]
         slices = [slice_of(fn, total)]
         seen = {id(pid)}
@@ -94,23 +93,46 @@ class Choice:
             frozen.append((chain, [mapping.get(id(v), v) for v in leaves]))
         return cls(pid, scalar_ops, mapping.get(id(total), total), frozen, args)
 
-    def order(self, scalars: dict):
-        """RUNS, ROBIN or NONE (no program shares a tag with its core's previous one in the order
-        taken: a panel would never hit) for a launch with these scalar values; None when they lack
-        its grid."""
+    def evaluate(self, scalars: dict):
+        """(programs, [per candidate: an int64 array of (programs, leaves)]) for a launch with
+        these scalar values -- (programs, None) when there are fewer than two; None when the
+        values lack its grid."""
         if any(name not in scalars for name in self.args.values()):
             return None
         env = lanes(self.scalar_ops, {k: scalars[name] for k, name in self.args.items() if k != CORES}, 1)
         n = int(np.asarray(env[id(self.total)]).reshape(-1)[0])
         if n < 2:
-            return NONE
+            return n, None
         env[id(self.pid)] = np.arange(n, dtype=self.pid.type.scalar.np)
-        tag_sets = []
+        out = []
         for chain, leaves in self.cands:
             lanes(chain, env, n)
-            # (no leaves: every program loads the same tiles)
-            tag_sets.append(np.stack([np.broadcast_to(np.asarray(env[id(v)], dtype=np.int64), (n,))
-                                      for v in leaves], axis=1) if leaves else np.zeros((n, 0), np.int64))
+            # (no leaves: every program has the same values)
+            out.append(np.stack([np.broadcast_to(np.asarray(env[id(v)], dtype=np.int64), (n,))
+                                 for v in leaves], axis=1) if leaves else np.zeros((n, 0), np.int64))
+        return n, out
+
+
+class Choice(PerProgram):
+    """The order a launch runs its programs in, and whether a panel can hit in it, for any launch's
+    scalar values -- a guard (``args``, ``holds``) for the compile that took it.  Its candidates'
+    leaves are the tags of a panel's candidates."""
+
+    def __init__(self, *a):
+        super().__init__(*a)
+        self.may_run = False        # runs allowed (programs independent, of equal work)
+        self.expected = ROBIN
+
+    def order(self, scalars: dict):
+        """RUNS, ROBIN or NONE (no program shares a tag with its core's previous one in the order
+        taken: a panel would never hit) for a launch with these scalar values; None when they lack
+        its grid."""
+        got = self.evaluate(scalars)
+        if got is None:
+            return None
+        n, tag_sets = got
+        if tag_sets is None:
+            return NONE
         robin, runs = shares(tag_sets, n, min(int(scalars[CORES]), n))
         if self.may_run and runs > 0 and runs >= 2 * robin and 2 * robin < n:
             return RUNS

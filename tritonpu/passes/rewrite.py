@@ -256,6 +256,12 @@ def trip_work(lp: LoopView, loads=(), fills=()) -> tuple:
     """(MTE2, cube, vector) cycles of one trip of ``lp``'s loop, estimated from the shapes: the
     tiles ``loads`` and L1 panel ``fills`` bring at the L2 rate, its dots on the cube, its block
     ops on the vector unit."""
+    return ops_work(lp.body.ops, loads, fills)
+
+
+def ops_work(ops: list, loads=(), fills=()) -> tuple:
+    """(MTE2, cube, vector) cycles of ``ops`` run once (the ops in their regions counted once),
+    estimated from the shapes as :func:`trip_work` does."""
     import math
 
     from tritonpu.codegen.homes import tile_bytes
@@ -265,7 +271,7 @@ def trip_work(lp: LoopView, loads=(), fills=()) -> tuple:
             sum(math.prod(f.attrs["shape"]) * f.operands[2].type.scalar.pointee.bits // 8 for f in fills)) \
         / m.l2_bytes_per_cycle
     cube = vector = 0
-    for o in (x for op in lp.body.ops for x in op.walk()):
+    for o in (x for op in ops for x in op.walk()):
         if o.name == "dot":
             (mm, k), n = o.operands[0].type.shape[-2:], o.operands[1].type.shape[-1]
             k0 = m.cube_k0.get(str(o.operands[0].type.scalar), 16)
