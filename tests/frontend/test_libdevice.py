@@ -155,3 +155,19 @@ def test_an_unsupported_libdevice_function_is_a_compilation_error_naming_it():
         _cbrt[(1,)](np.ones(16, np.float32), N=16)
     msg = str(e.value)
     assert "cbrt" in msg and "libdevice" in msg and "test_libdevice.py" in msg, msg
+
+
+@tritonpu.jit
+def _tl_math_tanh(x_ptr, y_ptr, N: tl.constexpr):
+    offs = tl.arange(0, N)
+    x = tl.load(x_ptr + offs)
+    tl.store(y_ptr + offs, tl.math.tanh(x) + tl.math.pow(tl.abs(x), 1.5))
+
+
+@pytest.mark.parametrize("backend", ["npu", "ref"])
+def test_tl_math_holds_libdevices_functions_as_in_triton_2(backend):
+    """vllm-ascend's kernels call ``tl.math.tanh`` (Triton 2.x kept libdevice in tl.math)."""
+    x = np.linspace(-3, 3, 32).astype(np.float32)
+    y = np.zeros_like(x)
+    _tl_math_tanh[(1,)](x, y, N=32, backend=backend)
+    np.testing.assert_allclose(y, np.tanh(x) + np.abs(x) ** 1.5, rtol=1e-6, atol=1e-6)

@@ -657,3 +657,36 @@ def test_every_atomic_order_triton_knows_is_accepted(sem, scope, backend):
     x = np.zeros(8, np.int32)
     _atomic_order_kernel[(1,)](x, SEM=sem, SCOPE=scope, backend=backend)
     np.testing.assert_array_equal(x, [1, 1, 1, 1, 1, 0, 0, 0])
+
+
+@tritonpu.jit
+def _saturate(z_ptr, x_ptr, N: tl.constexpr, TO: tl.constexpr, MODE: tl.constexpr):
+    o = tl.arange(0, N)
+    tl.store(z_ptr + o, tl.load(x_ptr + o).cast(TO, overflow_mode=MODE))
+
+
+@pytest.mark.parametrize("backend", ["npu", "ref", "cpu"])
+def test_overflow_mode_saturate_clamps_to_the_integer_range(backend):
+    """triton-ascend's ``cast(..., overflow_mode="saturate")``: out-of-range values become the
+    target's bound, NaN becomes 0; in range, the cast truncates toward zero as the default does."""
+    x = np.array([-1e9, -128.5, -127.6, -0.5, 0.4, 126.7, 127.6, 300, np.inf, -np.inf, np.nan, 3.5,
+                  -3.5, 2.5, 1e30, 5e9], np.float32)
+    z = np.zeros(16, np.int8)
+    _saturate[(1,)](z, x, N=16, TO=tl.int8, MODE="saturate", backend=backend)
+    assert z.tolist() == [-128, -128, -127, 0, 0, 126, 127, 127, 127, -128, 0, 3, -3, 2, 127, 127]
+    z32 = np.zeros(16, np.int32)
+    _saturate[(1,)](z32, x, N=16, TO=tl.int32, MODE="saturate", backend=backend)
+    top = 2 ** 31 - 128                      # the largest fp32 below 2**31
+    assert z32.tolist() == [-10 ** 9, -128, -127, 0, 0, 126, 127, 300, top, -2 ** 31, 0, 3, -3, 2, top, top]
+    i = np.array([-40000, -129, -128, 127, 128, 255, 256, 70000] * 2, np.int32)
+    u = np.zeros(16, np.uint8)
+    _saturate[(1,)](u, i, N=16, TO=tl.uint8, MODE="saturate", backend=backend)
+    assert u.tolist() == [0, 0, 0, 127, 128, 255, 255, 255] * 2
+    _saturate[(1,)](z, i, N=16, TO=tl.int8, MODE="trunc", backend=backend)     # the default: wraps
+    assert z.tolist() == i.astype(np.int8).tolist()
+
+
+def test_an_unknown_overflow_mode_is_an_error():
+    with pytest.raises(CompilationError, match="overflow_mode='wrap': triton-ascend's modes are 'trunc'"):
+        _saturate[(1,)](np.zeros(4, np.int8), np.zeros(4, np.float32), N=4, TO=tl.int8, MODE="wrap",
+                        backend="ref")

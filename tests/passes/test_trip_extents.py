@@ -143,3 +143,29 @@ def test_64_bit_operands_are_left_alone():
     _mask64[(1,)](x, y, np.int64(A), np.int64(B), B=16)
     assert not y.any()
 
+
+
+@tritonpu.jit
+def _if_yields_two(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    a = 0
+    b = 0
+    for i in range(0, 4):
+        if i % 2 == 0:              # an `if` yielding two values, one of them in a masked offset
+            a = i
+            b = i + 1
+        offs = a * BLOCK + tl.arange(0, BLOCK)
+        x = tl.load(x_ptr + offs, mask=offs < n, other=0.0)
+        tl.store(y_ptr + offs, x + b, mask=offs < n)
+
+
+def test_a_value_an_if_yields_with_another_is_left_alone():
+    """Reduced from triton-ascend's persistent matmul tutorial: the pass asked the two-result `if`
+    for its one result (an internal AssertionError)."""
+    x, y = np.arange(64, dtype=np.float32), np.zeros(64, np.float32)
+    _if_yields_two[(1,)](x, y, 50, BLOCK=16)
+    ref = np.zeros(64, np.float32)
+    for i in range(4):
+        a, b = (i, i + 1) if i % 2 == 0 else (a, b)
+        lanes = np.arange(a * 16, min(a * 16 + 16, 50))
+        ref[lanes] = x[lanes] + b
+    assert y.tolist() == ref.tolist()

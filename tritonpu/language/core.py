@@ -470,10 +470,10 @@ class tensor:
         return semantic.subscript(self, slices)
 
     # method forms of builtins, as on Triton tensors ------------------------------------------
-    def to(self, dtype, fp_downcast_rounding=None, bitcast=False):
+    def to(self, dtype, fp_downcast_rounding=None, bitcast=False, overflow_mode=None):
         from tritonpu.language import semantic
         return semantic.cast(self, _unwrap(dtype), bitcast=bool(_unwrap(bitcast)),
-                             fp_downcast_rounding=fp_downcast_rounding)
+                             fp_downcast_rounding=fp_downcast_rounding, overflow_mode=overflow_mode)
 
     @property
     def T(self):

@@ -62,8 +62,9 @@ def full(shape, value, dtype):
 
 
 @builtin
-def cast(input, dtype, fp_downcast_rounding=None, bitcast=False):
-    return S.cast(input, dtype, bitcast=bool(bitcast), fp_downcast_rounding=fp_downcast_rounding)
+def cast(input, dtype, fp_downcast_rounding=None, bitcast=False, overflow_mode=None):
+    return S.cast(input, dtype, bitcast=bool(bitcast), fp_downcast_rounding=fp_downcast_rounding,
+                  overflow_mode=overflow_mode)
 
 
 # -- memory ------------------------------------------------------------------------------------

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import numbers
 
+import numpy as np
+
 from tritonpu.ir import types as T
 from tritonpu.language import core as tl
 from tritonpu.language.core import SemanticError, tensor
@@ -90,10 +92,14 @@ def _int_range(dt: tl.dtype) -> tuple[int, int]:
 # --------------------------------------------------------------------------------------------
 # casts and broadcasting
 # --------------------------------------------------------------------------------------------
-def cast(x, dst, bitcast: bool = False, fp_downcast_rounding=None) -> tensor:
+def cast(x, dst, bitcast: bool = False, fp_downcast_rounding=None, overflow_mode=None) -> tensor:
     x = to_tensor(x)
     dst = tl._unwrap(dst)
     rounding = tl._unwrap(fp_downcast_rounding)
+    overflow = tl._unwrap(overflow_mode)
+    if overflow not in (None, "trunc", "saturate"):
+        raise SemanticError(f"overflow_mode={overflow!r}: triton-ascend's modes are 'trunc' (the default: an "
+                            "integer result wraps around) and 'saturate' (it is clamped to the target's range)")
     if rounding not in (None, "rtne"):
         raise SemanticError(f"fp_downcast_rounding={rounding!r} is not supported by tritonpu yet: float "
                             "downcasts round to nearest even ('rtne')")
@@ -112,8 +118,37 @@ def cast(x, dst, bitcast: bool = False, fp_downcast_rounding=None) -> tensor:
     if src.is_ptr() or dst.is_ptr():
         if src.is_ptr() and dst.is_ptr():
             return _op("bitcast", [x], ty)
-        raise SemanticError(f"cannot cast {src!r} to {dst!r}: casts between pointers and numbers are not supported")
+        raise SemanticError(f"cannot cast {src!r} to {dst!r}: casts between pointers and numbers are not "
+                            "supported (the virtual NPU's GM holds only the launch's arrays: pass each array as "
+                            "an argument, or one array and element offsets into it)")
+    if overflow == "saturate" and dst.is_int() and not dst.is_bool():
+        x = _saturate(x, src, dst)
+        if x.dtype == dst:
+            return x
     return _op("cast", [x], ty)
+
+
+def _saturate(x: tensor, src: tl.dtype, dst: tl.dtype) -> tensor:
+    """``x`` clamped to the integer type ``dst``'s range, in ``src`` (triton-ascend's
+    ``overflow_mode="saturate"``; a NaN becomes 0, as the Ascend cast does in saturation mode)."""
+    lo, hi = _int_range(dst)
+    if src.is_floating():
+        if src.primitive_bitwidth < 32:
+            x, src = cast(x, tl.float32), tl.float32        # (exact; the bounds are fp32 values)
+        # the bounds as values of src: the largest not above hi (2**31 - 1 is no fp32)
+        f = np.float64 if src.is_fp64() else np.float32
+        top = f(hi)
+        while float(top) > hi:
+            top = np.nextafter(top, f(0))
+        nan = compare(x, x, "ne")
+        x = minimum(maximum(x, scalar_constant(float(lo), src)), scalar_constant(float(top), src))
+        return where(nan, scalar_constant(0.0, src), x)
+    slo, shi = _int_range(src)
+    if slo < lo:
+        x = maximum(x, scalar_constant(lo, src))
+    if shi > hi:
+        x = minimum(x, scalar_constant(hi, src))
+    return x
 
 
 def broadcast_to_shape(x: tensor, shape) -> tensor:

@@ -112,8 +112,8 @@ class TripExtents(Pass):
             if any(v is a for a in body.args) or not _signed_int(v.type) or v.type.scalar.bits > 32:
                 return None             # a carried value, not a signed integer, or a 64-bit one
             return _Affine(terms={id(v): (v, 1)})
-        if not _signed_int(o.result.type):
-            return None
+        if len(o.results) != 1 or not _signed_int(v.type):
+            return None                 # (one of an ``if``'s or a loop's results: not affine here)
         if o.name == "constant":
             c = o.attrs["value"]
             return _Affine(c) if isinstance(c, int) and not isinstance(c, bool) and abs(c) < _BIG_CONST else None

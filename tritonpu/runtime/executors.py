@@ -44,7 +44,7 @@ EXECUTORS = ("inprocess", "processes", "ray")
 # (importing tritonpu in each worker) costs about as much as a trial.
 INPROCESS_UP_TO = 4
 SUMMARY_KEYS = ("cycles", "roofline_cycles", "roofline_bound", "efficiency", "bound_pipe", "pipe_work",
-                "programs", "cores", "mte2_bytes", "ddr_saving", "ub_bytes", "error", "reason", "core")
+                "programs", "cores", "mte2_bytes", "ddr_saving", "ub_bytes", "error", "reason", "where", "core")
 
 
 @dataclass
@@ -58,6 +58,7 @@ class TrialSpec:
     slots: list               # per kernel argument: ("array", i, zero) or ("value", v)
     env: dict = field(default_factory=dict)
     error: str | None = None  # the frontend refused this config (no worker needed)
+    where: tuple | None = None  # and the kernel line it named
 
 
 @dataclass
@@ -100,7 +101,7 @@ def prepare(fn, args, kwargs, grid, configs, reset_to_zero=()) -> Sweep:
             kernel = jit.compile(params, options)
             g = _normalize_grid(grid, {**bound, **options})
         except CompilationError as e:
-            specs.append(TrialSpec(i, jit.__name__, "", "", (), {}, [], env, error=_first_line(e)))
+            specs.append(TrialSpec(i, jit.__name__, "", "", (), {}, [], env, error=_first_line(e), where=_where(e)))
             continue
         kernels[kernel.key] = kernel
         options = {k: v for k, v in options.items() if k not in ("backend", "check", "trace")}
@@ -121,6 +122,11 @@ def prepare(fn, args, kwargs, grid, configs, reset_to_zero=()) -> Sweep:
 
 def _first_line(e) -> str:
     return str(getattr(e, "message", None) or e).strip().splitlines()[0]
+
+
+def _where(e) -> tuple | None:
+    """(file, line, column) of a CompilationError that points at the kernel's source, else None."""
+    return (e.file, e.line, e.col) if getattr(e, "file", None) and getattr(e, "line", None) else None
 
 
 # ---- the trial itself (runs in a worker) ------------------------------------------------------
@@ -174,7 +180,7 @@ def run_trial(spec: TrialSpec, arrays, mode: str = "simulate", known: dict | Non
     out = dict.fromkeys(SUMMARY_KEYS)
     out["index"] = spec.index
     if spec.error is not None:
-        out.update(error="compile", reason=spec.error)
+        out.update(error="compile", reason=spec.error, where=spec.where)
         return out
     from tritonpu.codegen.pipeline import artifact, launch_npu
     kernel = _kernel(spec, known)
@@ -183,7 +189,7 @@ def run_trial(spec: TrialSpec, arrays, mode: str = "simulate", known: dict | Non
         try:
             art = artifact(kernel, spec.options, scalars)
         except CompilationError as e:
-            out.update(error="compile", reason=_first_line(e))
+            out.update(error="compile", reason=_first_line(e), where=_where(e))
             return out
         out["ub_bytes"] = art.ub_bytes
         if mode == "compile":
@@ -201,7 +207,7 @@ def run_trial(spec: TrialSpec, arrays, mode: str = "simulate", known: dict | Non
             stats_q = None if first is None else launch_npu(kernel, _fresh(spec, arrays), first[1],
                                                             {**spec.options, "cores": 1})
         except CompilationError as e:
-            out.update(error="compile", reason=_first_line(e))
+            out.update(error="compile", reason=_first_line(e), where=_where(e))
             return out
         except (TritonpuError, LaunchError) as e:
             out.update(error="run", reason=f"{type(e).__name__}: {_first_line(e)}")

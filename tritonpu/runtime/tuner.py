@@ -34,6 +34,7 @@ class Row:
     bound: float | None = None
     ub_bytes: int | None = None
     reason: str = ""
+    where: tuple | None = None          # (file, line, column) of a config's CompilationError
 
     def as_dict(self) -> dict:
         return {"config": _config_text(self.config), "status": self.status, "cycles": self.cycles,
@@ -106,7 +107,7 @@ def sweep_list(fn, configs, args, kwargs, grid, reset_to_zero=(), executor=None,
         r = results[i]
         row = Row(config, "simulated")
         if r["error"] == "compile":
-            row.status, row.reason = "pruned", r["reason"]
+            row.status, row.reason, row.where = "pruned", r["reason"], r.get("where")
         elif r["error"] == "run":
             row.status, row.reason = "failed", r["reason"]
         else:
@@ -118,8 +119,10 @@ def sweep_list(fn, configs, args, kwargs, grid, reset_to_zero=(), executor=None,
         failed = next((r for r in rows if r.status == "failed"), None)
         if failed is not None:
             raise LaunchError(f"autotune {name}: config {_config_text(failed.config)}: {failed.reason}")
+        # the kernel's line of the first config that names one (a source error is every config's)
+        where = next((r.where for r in rows if r.where), None) or (None, None, None)
         raise CompilationError(f"autotune {name}: no config compiles: "
-                               + "; ".join(f"{_config_text(r.config)}: {r.reason}" for r in rows))
+                               + "; ".join(f"{_config_text(r.config)}: {r.reason}" for r in rows), *where)
     if any(r.status == "failed" for r in rows):        # a config that does not run is the user's bug
         failed = next(r for r in rows if r.status == "failed")
         raise LaunchError(f"autotune {name}: config {_config_text(failed.config)}: {failed.reason}")
