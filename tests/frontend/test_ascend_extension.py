@@ -171,3 +171,58 @@ def test_extension_errors_name_what_is_wrong():
     with pytest.raises(AttributeError, match=r"triton-ascend's extension `index_select_simd` is not supported"):
         al.index_select_simd
     assert tl.extra.cann.extension is al
+
+
+@tritonpu.jit
+def halves_of_a_product(a_ptr, b_ptr, c_ptr, t_ptr, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr):
+    # triton-ascend's matmul tutorial: the accumulator stored in halves, one per vector sub-block
+    rm, rn, rk = tl.arange(0, M), tl.arange(0, N), tl.arange(0, K)
+    acc = tl.dot(tl.load(a_ptr + rm[:, None] * K + rk[None, :]), tl.load(b_ptr + rk[:, None] * N + rn[None, :]))
+    SUB: tl.constexpr = M // 2
+    for s in al.parallel(0, 2, bind_sub_block=True):
+        half = al.extract_slice(acc, (s * SUB, 0), (SUB, N), (1, 1))
+        rows = s * SUB + tl.arange(0, SUB)
+        tl.store(c_ptr + rows[:, None] * N + rn[None, :], half.to(tl.float16))
+    x8 = tl.full((4,), 127, tl.int8)
+    for i in range(4):
+        off = i * 1                          # a name made from the variable places the slice
+        part = tl.extract_slice(x8, (off,), (1,), (1,))
+        tl.store(t_ptr + i + tl.arange(0, 1), part + i)     # i is an int32: 127 + i does not wrap
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_loop_whose_variable_places_slices_is_unrolled_into_views(backend):
+    """``for s in parallel(0, 2)``: unrolled (the variable an int32 constant in each trip), the
+    slices are views of the 64 KiB accumulator; before, a one-hot gather of a 32768 x 2 block did not
+    fit the NPU's UB (the triton-ascend matmul tutorial at both its configs)."""
+    M = N = 128
+    K = 64
+    rng = np.random.default_rng(3)
+    a, b = (rng.standard_normal(s).astype(np.float16) for s in ((M, K), (K, N)))
+    c, t = np.zeros((M, N), np.float16), np.zeros(4, np.int32)
+    h = halves_of_a_product[(1,)](a, b, c, t, M=M, N=N, K=K, backend=backend)
+    np.testing.assert_allclose(c.astype(np.float32), a.astype(np.float32) @ b.astype(np.float32), rtol=1e-2,
+                               atol=1e-2)
+    assert t.tolist() == [127, 128, 129, 130]
+    ir = h.asm["ir"]
+    assert re.search(r"= slice %acc \{offsets = \[64, 0\], steps = \[1, 1\]\} : tensor<64x128xf32>", ir), ir
+    assert "for " not in ir and "gather" not in ir
+
+
+@tritonpu.jit
+def padded_slices(x_ptr, o_ptr, p_ptr, N: tl.constexpr, B: tl.constexpr):
+    x = tl.load(x_ptr + tl.arange(0, N))
+    tl.store(o_ptr + tl.arange(0, B), al.extract_slice(x, (N // 2,), (B,), (1,)))      # past the end
+    tl.store(p_ptr + tl.arange(0, 8), tl.extract_slice(x, (-5,), (8,), (2,)))         # before the start
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_constant_slice_reaching_past_the_block_is_a_view_padded_with_zeros(backend):
+    """vllm-ascend's swiglu_quant slices 1536 elements of a 512-element row: the positions inside are
+    a view, the rest zeros (as the gather gave), with no gather."""
+    x = np.arange(1, 65, dtype=np.float32)
+    o, p = np.zeros(48, np.float32), np.zeros(8, np.float32)
+    h = padded_slices[(1,)](x, o, p, N=64, B=48, backend=backend)
+    assert o.tolist() == x[32:].tolist() + [0.0] * 16
+    assert p.tolist() == [0.0, 0.0, 0.0] + x[1:11:2].tolist()
+    assert "gather" not in h.asm["ir"] and "select" not in h.asm["ir"]

@@ -15,6 +15,7 @@ from tritonpu.language import core as tl
 from tritonpu.language import block_ptr as BP
 from tritonpu.language import semantic as S
 from tritonpu.language.core import tensor
+from tritonpu.language.scalars import is_typed
 from tritonpu.frontend.reroll import reroll
 
 _MISSING = object()
@@ -121,6 +122,38 @@ def _names_read(blocks, skip=None) -> set[str]:
             out.add(n.target.id)
         stack.extend(ast.iter_child_nodes(n))
     return out
+
+
+SLICE_UNROLL_TRIPS = 16     # a loop whose variable places slices is unrolled up to this many trips
+_SLICES = ("extract_slice", "insert_slice")
+
+
+def _slices_at(stmts, name: str) -> bool:
+    """Whether ``stmts`` call ``extract_slice``/``insert_slice`` with offsets that read ``name`` or a
+    name assigned from it (``offset = i * (BLOCK_M // 4)``)."""
+    nodes = [n for st in stmts for n in ast.walk(st)]
+    derived, grew = {name}, True
+
+    def reads(tree) -> bool:
+        return any(isinstance(x, ast.Name) and x.id in derived for x in ast.walk(tree))
+
+    while grew:
+        grew = False
+        for n in nodes:
+            if isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign)) and n.value is not None and reads(n.value):
+                for t in (n.targets if isinstance(n, ast.Assign) else [n.target]):
+                    for x in ast.walk(t):
+                        if isinstance(x, ast.Name) and x.id not in derived:
+                            derived.add(x.id)
+                            grew = True
+    for n in nodes:
+        fn = getattr(n.func, "attr", getattr(n.func, "id", None)) if isinstance(n, ast.Call) else None
+        if fn in _SLICES:
+            at = _SLICES.index(fn) + 1              # (ful, offsets, ...) / (ful, part, offsets, ...)
+            offsets = [k.value for k in n.keywords if k.arg == "offsets"] + n.args[at:at + 1]
+            if any(reads(a) for a in offsets):
+                return True
+    return False
 
 
 def _contains_return(stmts) -> bool:
@@ -278,20 +311,21 @@ class ControlFlow:
             for name, v in (("start", start), ("end", end), ("step", step)):
                 if not isinstance(v, int):
                     raise self.error(node.iter, f"tl.static_range needs constexpr bounds; {name} is a runtime value")
-            region, before, marks = self.builder.region, dict(self.scope), []
-            self.after.append((node.body, 0))   # a trip's names are read by the next trip's statements
-            try:
-                for i in builtins.range(start, end, step):
-                    marks.append(len(region.ops))
-                    self.scope[node.target.id] = i
-                    self.visit_block(node.body)
-                    if self.returned:
-                        raise self.error(node, "return inside a loop is not supported")
-            finally:
-                self.after.pop()
-            marks.append(len(region.ops))
+            region, before, marks = self._unrolled(node, builtins.range(start, end, step), lambda i: i)
             if region is self.builder.region and not (isinstance(step, bool) or isinstance(start, bool)):
                 self._reroll(node, region, marks, before, start, end, step)
+            return
+        if all(isinstance(v, int) and not isinstance(v, bool) for v in (start, end, step)) and step != 0 and \
+                0 < len(builtins.range(int(start), int(end), int(step))) <= SLICE_UNROLL_TRIPS and \
+                _slices_at(node.body, node.target.id):
+            # a few trips whose variable places an extract_slice / insert_slice (triton-ascend's
+            # matmul tutorial: ``for s in parallel(0, 2)``, half the accumulator each): unrolled, the
+            # variable an int32 (int64) constant in each trip -- typed as the loop's variable, so
+            # every value computes as it did -- and the slices' offsets known, so they are views
+            dts = [v.dtype if is_typed(v) else S.python_scalar_dtype(v) for v in (start, end, step)]
+            iv_dt = tl.int64 if any(d.int_bitwidth == 64 for d in dts) else tl.int32
+            self._unrolled(node, builtins.range(int(start), int(end), int(step)),
+                           lambda i: S.scalar_constant(i, iv_dt))
             return
         if isinstance(step, int) and step == 0:
             raise self.error(node.iter, "range() step must not be zero")
@@ -316,6 +350,23 @@ class ControlFlow:
         op = self.builder.create("for", [b.handle for b in bounds] + [v.handle for _, v in inits],
                                  [v.ty for _, v in inits], regions=[region])
         self._bind_results(op, carried)
+
+    def _unrolled(self, node, trips, value):
+        """The body generated once per trip, the loop variable ``value(i)``: (region, the scope
+        before, the index of each trip's first op in the region and the end)."""
+        region, before, marks = self.builder.region, dict(self.scope), []
+        self.after.append((node.body, 0))   # a trip's names are read by the next trip's statements
+        try:
+            for i in trips:
+                marks.append(len(region.ops))
+                self.scope[node.target.id] = value(i)
+                self.visit_block(node.body)
+                if self.returned:
+                    raise self.error(node, "return inside a loop is not supported")
+        finally:
+            self.after.pop()
+        marks.append(len(region.ops))
+        return region, before, marks
 
     def _reroll(self, node, region, marks, before, start, end, step):
         """The unrolled trips of a ``tl.static_range`` loop made one ``for`` op when they are copies

@@ -23,9 +23,10 @@ from __future__ import annotations
 from tritonpu.language import core as tl
 from tritonpu.language.core import SemanticError, tensor
 from tritonpu.language.memory import cat, interleave, join, reduce_sum, select_sum, split
-from tritonpu.language.semantic import (_canon_axis, add, and_, arange, broadcast_to_shape, cast, compare,
+from tritonpu.language.semantic import (_canon_axis, add, and_, arange, broadcast_to_shape, cast, compare, known_int,
                                         expand_dims, floordiv, leading, mod, mul, or_, permute, reshape,
-                                        insert_sub_block, scalar_constant, sub, sub_block, sub_block_inside, to_tensor,
+                                        full, insert_sub_block, scalar_constant, sub, sub_block, sub_block_inside,
+                                        to_tensor,
                                         where, xor_)
 
 
@@ -263,7 +264,15 @@ def _slice_args(x, offsets, sizes, strides, what):
     if any(not isinstance(s, int) or s < 1 for s in sizes) or any(not isinstance(s, int) or s < 0 for s in strides):
         raise SemanticError(f"{what}: sizes must be constexpr ints >= 1 and strides constexpr ints >= 0, got {sizes} "
                             f"and {strides}")
-    return [tl._unwrap(o) for o in offsets], [int(s) for s in sizes], [int(s) for s in strides]
+    offsets = [tl._unwrap(o) for o in offsets]
+    return [_known(o) for o in offsets], [int(s) for s in sizes], [int(s) for s in strides]
+
+
+def _known(off):
+    """An offset the kernel computes from constants alone (an unrolled loop's variable times a
+    block size) as its int; any other offset as it is."""
+    v = known_int(off) if isinstance(off, tensor) else None
+    return off if v is None else v
 
 
 def _positions(off, n, stride, shape, axis):
@@ -285,6 +294,8 @@ def extract_slice(ful, offsets, sizes, strides) -> tensor:
     offsets, sizes, strides = _slice_args(ful, offsets, sizes, strides, "extract_slice")
     if sub_block_inside(offsets, sizes, strides, ful.shape):
         return sub_block(ful, offsets, sizes, strides)
+    if all(isinstance(o, int) for o in offsets) and all(s >= 1 for s in strides):
+        return _padded_slice(ful, offsets, sizes, strides)
     out = ful
     for d, (off, n, stride) in enumerate(zip(offsets, sizes, strides)):
         if isinstance(off, int) and off == 0 and stride == 1 and n == out.shape[d]:
@@ -293,6 +304,23 @@ def extract_slice(ful, offsets, sizes, strides) -> tensor:
         shape[d] = n
         out = gather(out, _positions(off, n, stride, shape, d), d)
     return out
+
+
+def _padded_slice(ful, offsets, sizes, strides) -> tensor:
+    """extract_slice at constant offsets reaching past ``ful``: the positions inside as a view,
+    written over a block of zeros (vllm-ascend's ``extract_slice(out, (c,), (1536,), (1,))`` of a
+    row of 512)."""
+    first, count = [], []
+    for off, n, st, dim in zip(offsets, sizes, strides, ful.shape):
+        i0 = max(0, -(off // st)) if off < 0 else 0                 # the first i with off + i*st >= 0
+        i1 = min(n, max(0, -(-(dim - off) // st)))                   # past the last inside
+        first.append(i0)
+        count.append(max(0, i1 - i0))
+    zeros = full(sizes, 0, ful.dtype)
+    if 0 in count:
+        return zeros
+    inside = sub_block(ful, [o + i * st for o, i, st in zip(offsets, first, strides)], count, strides)
+    return insert_sub_block(zeros, inside, first, [1] * len(sizes))
 
 
 def insert_slice(ful, part, offsets, sizes, strides) -> tensor:

@@ -38,9 +38,10 @@ class _typed:
     def type(self):
         return self.dtype
 
-    def to(self, dtype, fp_downcast_rounding=None, bitcast=False):
+    def to(self, dtype, fp_downcast_rounding=None, bitcast=False, overflow_mode=None):
         from tritonpu.language import semantic as S
-        return S.cast(self, dtype, bitcast=bitcast, fp_downcast_rounding=fp_downcast_rounding)
+        return S.cast(self, dtype, bitcast=bitcast, fp_downcast_rounding=fp_downcast_rounding,
+                      overflow_mode=overflow_mode)
 
     def __reduce__(self):
         return (typed, (self._base(self), self.dtype))

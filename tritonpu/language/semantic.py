@@ -63,6 +63,28 @@ def scalar_constant(value, dt: tl.dtype) -> tensor:
     return _op("constant", [], dt.ir, value=value)
 
 
+def known_int(x, _depth: int = 32):
+    """The value of a scalar integer tensor the kernel computes from constants alone (no argument,
+    no load, no loop variable), else None."""
+    op = x.handle.owner if isinstance(x, tensor) else None
+    if op is None or x.ty.is_block or not x.dtype.is_int() or _depth == 0:
+        return None
+    if op.name == "constant":
+        v = op.attrs["value"]
+        return v if isinstance(v, int) else None
+    from tritonpu.ref.evaluator import EVAL
+    if op.regions or op.opdef.effects or op.name not in EVAL or \
+            not all(v.owner is not None and not v.type.is_block for v in op.operands):
+        return None
+    ins = [known_int(tensor(v, v.type), _depth - 1) for v in op.operands]
+    if None in ins:
+        return None
+    ins = [np.asarray(i, dtype=v.type.scalar.np) for i, v in zip(ins, op.operands)]
+    with np.errstate(all="ignore"):
+        out = EVAL[op.name](op, *ins)
+    return int(np.asarray(out).reshape(-1)[0])
+
+
 def to_tensor(x) -> tensor:
     if is_typed(x):             # a number the kernel assigned: a scalar of its type
         return scalar_constant(x, x.dtype)
