@@ -10,7 +10,8 @@ Kernels:
 * a plain blocked matmul (no wrap, no masks, ``acc += tl.dot(a, b)``) at 128x128x64, with double
   buffering on and off;
 * FlashAttention forward (``kernels/flash_attention.py``), fp16, 8 heads x 2048 x 128, BLOCK_M 128,
-  BLOCK_N 64 and 128;
+  BLOCK_N 64 and 128; causal at 128x64, with and without the ``balance`` pass (programs of unequal
+  work dealt to the cores);
 * the tutorial at 128x128x64 with A, B and both stored column-major (``x @ W.T``: the operand is
   loaded as its transpose and transposed on the way to L0), at the first size;
 * the tutorial at ragged sizes, M and N 24 less than the first size (the last row and column of
@@ -281,23 +282,28 @@ def one_block(n, k, rng):
     return res
 
 
-def attention(heads, seq, d, rng, block_ns):
+def attention(heads, seq, d, rng, variants):
+    """``variants``: (BLOCK_N, causal, balance) each."""
     q, k, v = ((rng.standard_normal((heads, seq, d)) * 0.5).astype(np.float16) for _ in range(3))
     res = {}
-    for bn in block_ns:
-        def launch(bn=bn):
-            return fa.attention(q, k, v, BLOCK_M=128, BLOCK_N=bn, sanitize=False)
+    for bn, causal, balance in variants:
+        def launch(bn=bn, causal=causal, balance=balance):
+            return fa.attention(q, k, v, BLOCK_M=128, BLOCK_N=bn, causal=causal, sanitize=False,
+                                disable_passes=() if balance else ("balance",))
 
-        def check(out):
-            r = _attn_ref(q[:1, :256], k[:1], v[:1])
+        def check(out, causal=causal):
+            r = _attn_ref(q[:1, :256], k[:1], v[:1], causal)
             return _close(out[:1, :256], r, 2e-2, 2e-2)
-        res[bn] = row(f"attention {heads}x{seq}x{d} fp16 128x{bn}", launch, check)
+        label = f"{'causal ' if causal else ''}attention {heads}x{seq}x{d} fp16 128x{bn}{'' if balance else ' no balance'}"
+        res[bn, causal, balance] = row(label, launch, check)
     return res
 
 
-def _attn_ref(q, k, v):
+def _attn_ref(q, k, v, causal=False):
     q64, k64, v64 = (x.astype(np.float64) for x in (q, k, v))
     s = q64 @ np.swapaxes(k64, 1, 2) / math.sqrt(q.shape[-1])
+    if causal:          # (the first 256 queries against every key)
+        s = np.where(np.arange(s.shape[-1])[None, :] <= np.arange(s.shape[-2])[:, None], s, -np.inf)
     p = np.exp(s - s.max(axis=-1, keepdims=True))
     return (p / p.sum(axis=-1, keepdims=True)) @ v64
 
@@ -344,10 +350,15 @@ def main(argv=None):
                            f"{p[False][0].cycles / p[True][0].cycles:.2f}x")
     if not only or "attention" in only:
         heads = 2 if args.quick else 8
-        at = attention(heads, 2048, 128, rng, (64, 128))
-        for bn, r in at.items():
-            if r:
+        at = attention(heads, 2048, 128, rng, ((64, False, True), (128, False, True), (64, True, True),
+                                               (64, True, False)))
+        for (bn, causal, balance), r in at.items():
+            if r and not causal:
                 summary.append(f"attention 128x{bn}: {r[0].cycles} cycles, overlap {overlap(r[0]):.3f}")
+        on, off = at[64, True, True], at[64, True, False]
+        if on and off:
+            summary.append(f"causal attention 128x64: {on[0].cycles} cycles ({off[0].cycles} without balance, "
+                           f"cores {min(on[0].core_cycles)}-{max(on[0].core_cycles)})")
     if not only or "layouts" in only:
         n = sizes[0]
         for cm in ("a", "b", "ab"):

@@ -239,3 +239,64 @@ def test_gather_shape_mismatch_is_a_compilation_error():
         _bad_gather[(1,)](np.zeros(128, np.float32), np.zeros(16, np.float32), backend="ref")
     assert "tl.gather: the index shape [4, 4] must match the source shape [16, 8] except along axis 0" in str(e.value)
     assert "tl.gather(src, idx, 0)" in str(e.value)
+
+
+@tritonpu.jit
+def _halves_and_back(x_ptr, h_ptr, e_ptr, y_ptr, z_ptr, M: tl.constexpr, N: tl.constexpr):
+    rm, rn, rh = tl.arange(0, M), tl.arange(0, N), tl.arange(0, N // 2)
+    x = tl.load(x_ptr + rm[:, None] * N + rn[None, :])
+    h0, h1 = x.reshape([M, 2, N // 2]).permute(0, 2, 1).split()      # the column halves
+    e0, e1 = tl.split(tl.reshape(x, [M, N // 2, 2]))                  # even and odd columns
+    half = rm[:, None] * (N // 2) + rh[None, :]
+    tl.store(h_ptr + half, h0)
+    tl.store(h_ptr + M * (N // 2) + half, h1)
+    tl.store(e_ptr + half, e0)
+    tl.store(e_ptr + M * (N // 2) + half, e1)
+    y = tl.join(h0 * 2, h1 + 1).permute(0, 2, 1).reshape([M, N])      # the halves side by side
+    tl.store(y_ptr + rm[:, None] * N + rn[None, :], y)
+    z = tl.reshape(tl.join(e0, e1 - 1), (M, N))                        # interleaved
+    tl.store(z_ptr + rm[:, None] * N + rn[None, :], z)
+
+
+@pytest.mark.parametrize("backend", ["npu", "ref", "cpu"])
+def test_a_split_of_a_reshaped_block_and_a_join_reshaped_back_are_views_and_inserts(backend):
+    """Triton's tutorials split an accumulator as ``acc.reshape([M, 2, N // 2]).permute(0, 2, 1)
+    .split()`` and put it back with ``join(..).permute(0, 2, 1).reshape([M, N])``: the halves are
+    views of the block (slices), the join two insert_slices -- no selects or sums over pairs."""
+    M, N = 16, 64
+    x = (np.arange(M * N, dtype=np.float32).reshape(M, N) - 300.5)
+    x[0, 0], x[1, 1] = -0.0, np.nan
+    h, e = np.zeros((2, M, N // 2), np.float32), np.zeros((2, M, N // 2), np.float32)
+    y, z = np.zeros_like(x), np.zeros_like(x)
+    k = _halves_and_back[(1,)](x, h, e, y, z, M=M, N=N, backend=backend)
+    same = lambda got, want: got.tobytes() == np.ascontiguousarray(want).tobytes()  # noqa: E731
+    assert same(h[0], x[:, :N // 2]) and same(h[1], x[:, N // 2:])
+    assert same(e[0], x[:, 0::2]) and same(e[1], x[:, 1::2])
+    assert same(y, np.concatenate([x[:, :N // 2] * 2, x[:, N // 2:] + 1], axis=1))
+    want = x.copy()
+    want[:, 1::2] -= 1
+    assert same(z, want)
+    if backend == "npu":
+        ir = k.asm["dce"]
+        assert "reduce" not in ir and "select" not in ir
+        assert ir.count("= insert_slice ") == 4 and "steps = [1, 2]" in ir
+
+
+@tritonpu.jit
+def _subtiled_epilogue(a_ptr, b_ptr, c_ptr, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr):
+    rm, rn, rk, rh = tl.arange(0, M), tl.arange(0, N), tl.arange(0, K), tl.arange(0, N // 2)
+    acc = tl.dot(tl.load(a_ptr + rm[:, None] * K + rk[None, :]), tl.load(b_ptr + rk[:, None] * N + rn[None, :]))
+    acc0, acc1 = tl.split(tl.permute(tl.reshape(acc, (M, 2, N // 2)), (0, 2, 1)))
+    tl.store(c_ptr + rm[:, None] * N + rh[None, :], acc0.to(tl.float16))
+    tl.store(c_ptr + rm[:, None] * N + N // 2 + rh[None, :], acc1.to(tl.float16))
+
+
+def test_tutorial_09s_epilogue_subtile_at_128x256_fits():
+    """Before, the split took the 128 KiB fp32 accumulator into UB (262144 bytes, a CompilationError
+    at Triton's persistent-matmul tutorial's default config)."""
+    M, N, K = 128, 256, 64
+    rng = np.random.default_rng(2)
+    a, b = rng.standard_normal((M, K)).astype(np.float16), rng.standard_normal((K, N)).astype(np.float16)
+    c = np.zeros((M, N), np.float16)
+    _subtiled_epilogue[(1,)](a, b, c, M=M, N=N, K=K)
+    np.testing.assert_allclose(c.astype(np.float32), a.astype(np.float32) @ b.astype(np.float32), rtol=1e-2, atol=2e-2)

@@ -262,7 +262,8 @@ def umulhi(x, y):
 def reshape(input, *shape, can_reorder=False):
     if len(shape) == 1 and isinstance(shape[0], (list, tuple)):
         shape = shape[0]
-    return S.reshape(input, shape)
+    joined = M.joined_reshape(input, shape)      # a join's pair put back together: two inserts
+    return joined if joined is not None else S.reshape(input, shape)
 
 
 view = reshape
@@ -376,12 +377,12 @@ def associative_scan(input, axis, combine_fn, reverse=False):
 
 @builtin
 def join(a, b):
-    return M.join(a, b)
+    return M.record_join(M.join(a, b), a, b)
 
 
 @builtin
 def split(a):
-    return M.split(a)
+    return M.halves(a) or M.split(a)
 
 
 @builtin

@@ -8,7 +8,8 @@ from tritonpu.ir import types as T
 from tritonpu.language import core as tl
 from tritonpu.language.core import SemanticError, tensor
 from tritonpu.language.semantic import (_op, arange, broadcast_pair, broadcast_to_shape, cast, compare, reshape,
-                                        expand_dims, logical_and, same_width_int, to_tensor, where, _canon_axis)
+                                        expand_dims, full, insert_sub_block, logical_and, same_width_int, sub_block,
+                                        to_tensor, where, _canon_axis)
 
 
 # --------------------------------------------------------------------------------------------
@@ -236,6 +237,83 @@ def join(a, b) -> tensor:
 
 
 _SAME_WIDTH_INT = {8: tl.int8, 16: tl.int16, 32: tl.int32, 64: tl.int64}
+
+
+_JOINED: dict = {}         # id(a join's result) -> (that value, a, b): see joined_reshape
+_JOINED_KEEP = 256
+
+
+def record_join(j: tensor, a, b) -> tensor:
+    """Remember that ``j`` is ``join(a, b)`` (the user's): a reshape merging its pair back into
+    one dimension is then a concatenation or an interleave of views (:func:`joined_reshape`)."""
+    _JOINED[id(j.handle)] = (j.handle, to_tensor(a), to_tensor(b))
+    while len(_JOINED) > _JOINED_KEEP:
+        del _JOINED[next(iter(_JOINED))]
+    return j
+
+
+def _made_by(x: tensor, name: str):
+    """The op named ``name`` that made ``x``, or None."""
+    op = x.handle.owner if isinstance(x, tensor) else None
+    return op if op is not None and op.name == name else None
+
+
+def _swaps_last_two(op) -> bool:
+    order = op.attrs["order"]
+    r = len(order)
+    return r >= 2 and order == list(range(r - 2)) + [r - 1, r - 2]
+
+
+def halves(a):
+    """``split(a)`` as two views of the block ``a`` was made from, or None: ``x.reshape([.., 2,
+    n]).permute(.., swapping the last two)`` splits x's last dimension into its halves (Triton's
+    tutorials split an accumulator so), ``x.reshape([.., n, 2])`` into its even and odd positions.
+    Bit for bit the elements ``split`` picks."""
+    a = to_tensor(a)
+    perm = _made_by(a, "permute")
+    if perm is not None and _swaps_last_two(perm):
+        rs = _made_by(tensor(perm.operands[0], perm.operands[0].type), "reshape")
+        if rs is not None:
+            x = tensor(rs.operands[0], rs.operands[0].type)
+            two, n = rs.result.type.shape[-2:]
+            if two == 2 and x.shape[:-1] == list(rs.result.type.shape[:-2]) and x.shape[-1] == 2 * n:
+                lead = [0] * (len(x.shape) - 1)
+                size, ones = x.shape[:-1] + [n], [1] * len(x.shape)
+                return sub_block(x, lead + [0], size, ones), sub_block(x, lead + [n], size, ones)
+    rs = _made_by(a, "reshape")
+    if rs is not None and a.shape and a.shape[-1] == 2:
+        x = tensor(rs.operands[0], rs.operands[0].type)
+        n = a.shape[-2] if len(a.shape) >= 2 else 0
+        if len(a.shape) >= 2 and x.shape[:-1] == a.shape[:-2] and x.shape[-1] == 2 * n:
+            lead = [0] * (len(x.shape) - 1)
+            size, steps = x.shape[:-1] + [n], [1] * (len(x.shape) - 1) + [2]
+            return sub_block(x, lead + [0], size, steps), sub_block(x, lead + [1], size, steps)
+    return None
+
+
+def joined_reshape(x, shape):
+    """``reshape(x, shape)`` as the two blocks of a ``join`` put back into one, or None: ``join(a,
+    b).permute(.., swapping the last two).reshape([.., 2n])`` is ``a`` then ``b`` along the last
+    dimension, ``join(a, b).reshape([.., 2n])`` the two interleaved -- each written into its place
+    of the result (insert_slice), not built element by element."""
+    x = to_tensor(x)
+    shape = [int(tl._unwrap(d)) for d in shape]
+    perm = _made_by(x, "permute")
+    src, steps = x, 1
+    if perm is not None and _swaps_last_two(perm):
+        src = tensor(perm.operands[0], perm.operands[0].type)
+    else:
+        steps = 2
+    entry = _JOINED.get(id(src.handle))
+    if entry is None or entry[0] is not src.handle:
+        return None
+    a, b = entry[1], entry[2]
+    if a.shape != b.shape or not a.shape or shape != a.shape[:-1] + [2 * a.shape[-1]]:
+        return None
+    n, lead, ones = a.shape[-1], [0] * (len(shape) - 1), [1] * (len(shape) - 1)
+    at_b = [n] if steps == 1 else [1]
+    out = insert_sub_block(full(shape, 0, a.dtype), a, lead + [0], ones + [steps])
+    return insert_sub_block(out, b, lead + at_b, ones + [steps])
 
 
 def split(a) -> tuple:
