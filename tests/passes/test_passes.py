@@ -239,3 +239,78 @@ def test_opt_cli_reports_parse_errors_with_line(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "tritonpu.cli", "opt", str(src)], capture_output=True, text=True)
     assert proc.returncode == 1
     assert "line 2" in proc.stderr
+
+
+_WHILE = """
+func @k(%p: ptr<f32>, %n: i32) {
+  %z = constant {value = 0.0} : f32 loc(#f0:1:0)
+  %zero = constant {value = 0} : i32 loc(#f0:2:0)
+  %acc, %k = while %z, %zero {
+  ^bb(%a0: f32, %k0: i32):
+    %c = cmp %k0, %n {pred = "PRED"} : i1 loc(#f0:3:0)
+    condition %c, %a0, %k0 loc(#f0:3:0)
+  } {
+  ^bb(%a1: f32, %k1: i32):
+    %q = addptr %p, %k1 : ptr<f32> loc(#f0:4:0)
+    %x = load %q : f32 loc(#f0:4:0)
+    %a2 = add %a1, %x : f32 loc(#f0:5:0)
+    %s = constant {value = STEP} : i32 loc(#f0:6:0)
+    %k2 = add %k1, %s : i32 loc(#f0:6:0)
+    yield %a2, %k2 loc(#f0:3:0)
+  } : f32, i32 loc(#f0:3:0)
+  store %p, %acc loc(#f0:7:0)
+  return loc(#f0:8:0)
+}
+"""
+
+
+def test_a_while_counting_up_to_a_bound_is_a_for_loop():
+    out = run_passes(_WHILE.replace("PRED", "lt").replace("STEP", "4"), ["canonicalize"])
+    filecheck(out, """
+CHECK: %zero = constant {value = 0} : i32
+CHECK-NEXT: %0 = constant {value = 4} : i32
+CHECK-NEXT: %acc = for %zero, %n, %0, %z {
+CHECK-NEXT: ^bb(%k1: i32, %a1: f32):
+CHECK: yield %a2
+CHECK-NOT: while
+CHECK: store %p, %acc
+""")
+
+
+@pytest.mark.parametrize("pred, step, why", [("le", "4", "k <= n: one trip more than a range"),
+                                             ("lt", "0", "a step of 0 never ends"),
+                                             ("lt", "-4", "counting down")])
+def test_a_while_that_is_no_range_stays(pred, step, why):
+    out = run_passes(_WHILE.replace("PRED", pred).replace("STEP", step), ["canonicalize"])
+    assert " while " in out and " for " not in out, why
+
+
+def test_a_while_whose_final_count_is_read_stays():
+    text = _WHILE.replace("PRED", "lt").replace("STEP", "4").replace(
+        "  store %p, %acc loc(#f0:7:0)", "  %r = cast %k : f32 loc(#f0:7:0)\n  store %p, %r loc(#f0:7:0)")
+    assert " while " in run_passes(text, ["canonicalize"])
+
+
+@tritonpu.jit
+def _while_k_loop(a_ptr, b_ptr, c_ptr, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    rm, rn, rk = tl.arange(0, BM), tl.arange(0, BN), tl.arange(0, BK)
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    k0 = 0
+    while k0 < K:
+        kk = k0 + rk
+        a = tl.load(a_ptr + rm[:, None] * K + kk[None, :], mask=kk[None, :] < K, other=0.0)
+        b = tl.load(b_ptr + kk[:, None] * BN + rn[None, :], mask=kk[:, None] < K, other=0.0)
+        acc = tl.dot(a, b, acc)
+        k0 += BK
+    tl.store(c_ptr + rm[:, None] * BN + rn[None, :], acc)
+
+
+def test_a_while_k_loop_runs_as_its_for_loop():
+    """A matmul's K loop written as a ``while``: before, its accumulator stayed in UB (no L0C, no
+    double buffering; 128x128x64 at K 300 did not fit)."""
+    rng = np.random.default_rng(0)
+    a, b = rng.standard_normal((128, 300)).astype(np.float16), rng.standard_normal((300, 128)).astype(np.float16)
+    c = np.zeros((128, 128), np.float32)
+    h = _while_k_loop[(1,)](a, b, c, 300, BM=128, BN=128, BK=64)
+    np.testing.assert_allclose(c, a.astype(np.float32) @ b.astype(np.float32), rtol=1e-3, atol=1e-2)
+    assert " while " not in h.asm["canonicalize"] and "double_buffer = \"on" in h.asm["double-buffer"]

@@ -11,7 +11,13 @@ Guarantees:
   or signed-zero results are not applied;
 * ``acc + dot(a, b)`` (fp32/int32, the dot used nowhere else) is ``dot(a, b, acc)``, as Triton folds it;
 * a value a ``for`` loop carries unchanged (yielding its own region argument, or the initial
-  value itself) is read from its initial value instead, inside and after the loop.
+  value itself) is read from its initial value instead, inside and after the loop;
+* ``k = init; while k < n: ...; k += c`` -- a ``while`` whose condition only compares a carried
+  signed integer with a value from outside the loop, whose body adds a positive constant to it
+  and whose final value is not read after the loop -- is ``for k in range(init, n, c)``: the same
+  trips on the same values (until ``k + c`` would wrap, where the ``while`` never ends), and a
+  ``for`` is what the loop passes (double buffering, L0C accumulators, panels) work on: a matmul's
+  K loop written as a ``while`` at 1024^3, 64x64x32, took 117937 cycles against 25268.
 """
 from __future__ import annotations
 
@@ -87,11 +93,58 @@ def _forward_invariant_carries(fn: Function) -> None:
             op.operands = [mapping.get(id(v), v) for v in op.operands]
 
 
+def _while_as_for(fn: Function) -> None:
+    """``while k < n: ...; k += c`` as a ``for`` loop (see the module)."""
+    used = {id(v) for o in fn.walk() for v in o.operands}
+    for op in list(fn.walk()):
+        if op.name != "while":
+            continue
+        before, after = op.regions
+        if len(before.ops) != 2 or before.ops[0].name != "cmp" or before.ops[1].name != "condition":
+            continue
+        cmp, cond = before.ops
+        if cond.operands[0] is not cmp.result or len(cond.operands) - 1 != len(before.args) or \
+                any(a is not b for a, b in zip(cond.operands[1:], before.args)):
+            continue
+        x, y = cmp.operands
+        k, n = (x, y) if cmp.attrs["pred"] == "lt" else (y, x) if cmp.attrs["pred"] == "gt" else (None, None)
+        inside = {id(r) for o in op.walk() for r in o.results}
+        if k is None or not any(k is a for a in before.args) or any(n is a for a in before.args) or \
+                id(n) in inside or str(k.type) not in ("i32", "i64"):
+            continue
+        i = next(j for j, a in enumerate(before.args) if a is k)
+        if id(op.results[i]) in used:
+            continue                        # (the final k is read after the loop)
+        step = after.terminator.operands[i].owner
+        iv = after.args[i]
+        if step is None or step.name != "add" or step.parent is not after or iv not in step.operands:
+            continue
+        c = step.operands[1] if step.operands[0] is iv else step.operands[0]
+        c = _const_value(c.owner) if c.owner is not None else None
+        if not isinstance(c, int) or isinstance(c, bool) or c <= 0:
+            continue
+        const = Op("constant", [], [k.type], {"value": c}, loc=op.loc)
+        keep = [j for j in range(len(before.args)) if j != i]
+        after.args = [iv] + [after.args[j] for j in keep]
+        term = after.terminator
+        term.operands = [term.operands[j] for j in keep]
+        loop = Op("for", [op.operands[i], n, const.result] + [op.operands[j] for j in keep],
+                  [op.results[j].type for j in keep], regions=[after], loc=op.loc)
+        for new, j in zip(loop.results, keep):
+            new.name = op.results[j].name
+        where = op.parent.ops
+        at = where.index(op)
+        where[at:at + 1] = [const, loop]
+        const.parent = loop.parent = op.parent
+        replace_uses(fn, {id(op.results[j]): r for r, j in zip(loop.results, keep)})
+
+
 @register
 class Canonicalize(Pass):
     name = "canonicalize"
 
     def run(self, fn: Function) -> None:
+        _while_as_for(fn)
         _forward_invariant_carries(fn)
         _fold_dot_accumulation(fn)
         consts: dict[int, object] = {}
