@@ -74,6 +74,7 @@ def test_deal_keeps_each_cores_trip_count_and_runs_every_program_once():
 def test_a_triangular_loop_is_dealt_and_gives_the_same_bits_in_fewer_cycles():
     out, h = _tri(512, 16)
     assert "__order" in h.asm["isa"] and "balanced = true" in h.asm["balance"]
+    assert any(n.startswith("balance: the programs' work differs") for n in h.stats.notes)
     off, h_off = _tri(512, 16, disable_passes=("balance",))
     assert "__order" not in h_off.asm["isa"]
     assert out.tobytes() == off.tobytes()

@@ -232,7 +232,8 @@ def _compile_npu(ir_text: str, options, print_after) -> NpuKernel:
     lines = header + render(program_loop.body)
     text = "\n".join(lines) + "\n"
     out.asm["isa"] = text
-    out.notes = _each_once(em.notes)
+    out.notes = _each_once(em.notes) + ([fn.__dict__["program_order_note"]]
+                                        if fn.__dict__.get("program_order_note") else [])
     out.ub_bytes = em.scratch_high
     out.zeros_bytes = getattr(em, "zeros_bytes", 0)
     out.sync_pairs = report.pairs
