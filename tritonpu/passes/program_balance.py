@@ -41,7 +41,7 @@ ORDER = "__order"          # the launch's table of programs, by trip of the prog
 MIN_GAIN = 0.15            # the least share of the busiest core's estimated work worth dealing for
 TABLE_READ = 200           # cycles a program's read of its id costs the scalar unit (a GM read)
 PROGRAM_START = 600        # cycles a program costs beside its ops' (its first loads' and last stores' latency)
-MAX_PROGRAMS = 1 << 15     # larger grids stay in round robin (dealing takes ~5 us a program)
+MAX_PROGRAMS = 1 << 14     # larger grids stay in round robin (dealing takes ~10-20 us a program)
 TRIP_START = 40            # cycles a trip costs beside its ops' (its scalar work and flags)
 
 
