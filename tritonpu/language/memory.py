@@ -311,9 +311,72 @@ def joined_reshape(x, shape):
     if a.shape != b.shape or not a.shape or shape != a.shape[:-1] + [2 * a.shape[-1]]:
         return None
     n, lead, ones = a.shape[-1], [0] * (len(shape) - 1), [1] * (len(shape) - 1)
+    if steps == 1:
+        whole = _rejoined(a, b, 4)
+        if whole is not None:
+            return whole
     at_b = [n] if steps == 1 else [1]
     out = insert_sub_block(full(shape, 0, a.dtype), a, lead + [0], ones + [steps])
     return insert_sub_block(out, b, lead + at_b, ones + [steps])
+
+
+def _half_of(v, k: int):
+    """(x, n) when ``v`` is x's half ``k`` along its last dimension as :func:`halves` makes it (a
+    slice of the first or last n of 2n), else None."""
+    op = _made_by(v, "slice")
+    if op is None:
+        return None
+    x = op.operands[0]
+    n = v.shape[-1]
+    offsets, steps = op.attrs.get("offsets") or [0] * len(v.shape), op.attrs.get("steps") or [1] * len(v.shape)
+    if list(x.type.shape[:-1]) != v.shape[:-1] or x.type.shape[-1] != 2 * n or any(st != 1 for st in steps) or \
+            list(offsets) != [0] * (len(v.shape) - 1) + [k * n]:
+        return None
+    return x, n
+
+
+def _same(x, y, depth: int) -> bool:
+    """Whether the values ``x`` and ``y`` are equal by construction: one value, or the same pure op
+    (name, attributes, type) of such values (``alpha[:, None]`` written twice)."""
+    if x is y:
+        return True
+    ox, oy = x.owner, y.owner
+    return depth > 0 and ox is not None and oy is not None and ox.name == oy.name and ox.attrs == oy.attrs and \
+        x.type == y.type and not ox.regions and not ox.opdef.effects and len(ox.results) == 1 and \
+        len(ox.operands) == len(oy.operands) and all(_same(p, q, depth - 1) for p, q in zip(ox.operands, oy.operands))
+
+
+def _rejoined(a: tensor, b: tensor, depth: int):
+    """``a`` and ``b`` side by side as one block when they are the two halves of one block, or the
+    same elementwise op of such halves and of operands the halves share (a column broadcast
+    across the last dimension: ``acc0 * alpha[:, None]``, ``acc1 * alpha[:, None]``) -- the op on
+    the whole block, element for element what the two halves computed -- else None."""
+    ha, hb = _half_of(a, 0), _half_of(b, 1)
+    if ha is not None and hb is not None and ha[0] is hb[0]:
+        return tensor(ha[0], ha[0].type)
+    oa, ob = a.handle.owner, b.handle.owner
+    if depth == 0 or oa is None or ob is None or oa.name != ob.name or oa.attrs != ob.attrs or \
+            len(oa.results) != 1 or oa.regions or oa.opdef.effects or \
+            oa.opdef.kind not in ("elementwise", "compare", "select", "cast"):
+        return None
+    shape = a.shape[:-1] + [2 * a.shape[-1]]
+    ins = []
+    for x, y in zip(oa.operands, ob.operands):
+        tx, ty = tensor(x, x.type), tensor(y, y.type)
+        if not x.type.is_block:                     # a scalar: the same for both
+            if not _same(x, y, 4):
+                return None
+            ins.append(tx)
+            continue
+        whole = _rejoined(tx, ty, depth - 1)
+        if whole is None:
+            bx, by = _made_by(tx, "broadcast"), _made_by(ty, "broadcast")
+            src = bx.operands[0] if bx is not None else None
+            if src is None or by is None or not _same(by.operands[0], src, 4) or src.type.shape[-1] != 1:
+                return None
+            whole = broadcast_to_shape(tensor(src, src.type), shape)
+        ins.append(whole)
+    return _op(oa.name, ins, T.block(a.ty.scalar, shape), **oa.attrs)
 
 
 def split(a) -> tuple:
