@@ -107,6 +107,7 @@ def _deal(work: np.ndarray, cores: int) -> tuple:
     table = np.empty(n, np.int32)
     for c, progs in enumerate(mine):
         table[c::cores] = sorted(progs)
+    table.flags.writeable = False               # (every launch of the compilation reads it)
     return max(load), table
 
 
