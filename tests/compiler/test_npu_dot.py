@@ -273,6 +273,31 @@ def test_batched_dot_is_one_dot_per_batch_entry(B, M, N, K, dt, backend):
 
 
 @tritonpu.jit
+def _batched_k_loop(a_ptr, b_ptr, c_ptr, K, BB: tl.constexpr, M: tl.constexpr, N: tl.constexpr, BK: tl.constexpr):
+    rb, rm, rn, rk = tl.arange(0, BB), tl.arange(0, M), tl.arange(0, N), tl.arange(0, BK)
+    base = tl.program_id(0) * BB
+    acc = tl.zeros((BB, M, N), dtype=tl.float32)
+    for k0 in range(0, K, BK):
+        a = tl.load(a_ptr + (base + rb)[:, None, None] * (M * K) + rm[None, :, None] * K + (k0 + rk)[None, None, :])
+        b = tl.load(b_ptr + (base + rb)[:, None, None] * (K * N) + (k0 + rk)[None, :, None] * N + rn[None, None, :])
+        acc = tl.dot(a, b, acc)
+    tl.store(c_ptr + (base + rb)[:, None, None] * (M * N) + rm[None, :, None] * N + rn[None, None, :], acc)
+
+
+def test_a_batched_dot_in_a_k_loop_takes_each_entry_as_a_view():
+    """The batch entries are slices of the operands and the products are written in with
+    insert_slice (before, each entry was picked by a sum over the batch with the others zeroed, and
+    the products put back by selects: this config needed 204864 bytes of UB)."""
+    Bt, BB, M, N, K, BK = 8, 4, 64, 64, 128, 32
+    rng = np.random.default_rng(5)
+    a, b = rng.standard_normal((Bt, M, K)).astype(np.float16), rng.standard_normal((Bt, K, N)).astype(np.float16)
+    c = np.zeros((Bt, M, N), np.float32)
+    h = _batched_k_loop[(Bt // BB,)](a, b, c, K, BB=BB, M=M, N=N, BK=BK)
+    np.testing.assert_allclose(c, np.matmul(a.astype(np.float32), b.astype(np.float32)), rtol=1e-3, atol=1e-3)
+    assert " reduce " not in h.asm["ir"] and h.asm["ir"].count("= dot ") == BB
+
+
+@tritonpu.jit
 def _dot_of_transposed_dot(q_ptr, k_ptr, dk_ptr, N, D: tl.constexpr, B: tl.constexpr):
     offs_n = tl.program_id(0) * B + tl.arange(0, B)
     offs_d = tl.arange(0, D)

@@ -500,8 +500,8 @@ def dot(a, b, acc=None, input_precision=None, allow_tf32=None, max_num_imprecise
 
 
 def _batched_dot(a, b, acc, kw) -> tensor:
-    """``[B, M, K] @ [B, K, N]``: one 2-D dot per batch entry, each operand picked out exactly
-    (:func:`select_sum` over the batch) and the products put back in place with selects."""
+    """``[B, M, K] @ [B, K, N]``: one 2-D dot per batch entry, each operand's entry a view of it (a
+    slice), the products written into their places of the result (insert_slice)."""
     nb = a.shape[0]
     if b.shape[0] != nb:
         raise SemanticError(f"tl.dot: batch dimensions differ: {a.shape} @ {b.shape}")
@@ -509,15 +509,13 @@ def _batched_dot(a, b, acc, kw) -> tensor:
         acc = to_tensor(acc)
         if len(acc.shape) != 3 or acc.shape[0] != nb:
             raise SemanticError(f"tl.dot: acc must have shape {[nb, a.shape[1], b.shape[2]]}, got {acc.shape}")
-    batch = expand_dims(arange(0, nb), 1)                                   # (B, 1)
-
     def entry(x, i):
-        rows = reshape(x, [nb, x.numel // nb])
-        return reshape(select_sum(rows, compare(batch, i, "eq"), 0), x.shape[1:])
+        return reshape(sub_block(x, [i, 0, 0], [1] + x.shape[1:], [1, 1, 1]), x.shape[1:])
 
     out = None
     for i in range(nb):
         c = dot(entry(a, i), entry(b, i), entry(acc, i) if acc is not None else None, **kw)
-        row = expand_dims(reshape(c, [c.numel]), 0)                         # (1, M*N)
-        out = broadcast_to_shape(row, [nb, c.numel]) if out is None else where(compare(batch, i, "eq"), row, out)
-    return reshape(out, [nb] + c.shape)
+        if out is None:
+            out = full([nb] + c.shape, 0, c.dtype)
+        out = insert_sub_block(out, reshape(c, [1] + c.shape), [i, 0, 0], [1, 1, 1])
+    return out
