@@ -164,6 +164,7 @@ def test_a_value_an_if_yields_with_another_is_left_alone():
     x, y = np.arange(64, dtype=np.float32), np.zeros(64, np.float32)
     _if_yields_two[(1,)](x, y, 50, BLOCK=16)
     ref = np.zeros(64, np.float32)
+    a = b = 0
     for i in range(4):
         a, b = (i, i + 1) if i % 2 == 0 else (a, b)
         lanes = np.arange(a * 16, min(a * 16 + 16, 50))
