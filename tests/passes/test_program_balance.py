@@ -48,6 +48,37 @@ def _causal_attention(Q, K, V, O, sm_scale, S, D: tl.constexpr, BLOCK_M: tl.cons
     tl.store(O + base + offs_m[:, None] * D + offs_d[None, :], (acc / l_i[:, None]).to(tl.float16))
 
 
+@tritonpu.jit
+def _guarded_causal(X, Out, S, NUM_M, B: tl.constexpr):
+    # an early return (rows past the end) puts the rest of the program, its loop too, in an `if`
+    pid = tl.program_id(0)
+    start_m = pid % NUM_M
+    row = pid // NUM_M
+    if start_m * B >= S:
+        return
+    acc = tl.zeros([B], dtype=tl.float32)
+    for start in range(0, tl.minimum((start_m + 1) * B, S), B):
+        acc += tl.load(X + row * S + start + tl.arange(0, B), mask=start + tl.arange(0, B) < S, other=0.0)
+    tl.store(Out + row * S + start_m * B + tl.arange(0, B), acc, mask=start_m * B + tl.arange(0, B) < S)
+
+
+def test_a_loop_under_an_early_return_is_dealt_too():
+    rows, S, B = 4, 250, 16
+    num_m = 24                             # 16 row blocks, 8 programs per row that return at once
+    x = np.random.default_rng(2).standard_normal((rows, S)).astype(np.float32)
+    outs = []
+    for dis in ((), ("balance",)):
+        out = np.zeros_like(x)
+        h = _guarded_causal[(num_m * rows,)](x, out, S, num_m, B=B, sanitize=False, disable_passes=dis)
+        outs.append((out, h))
+    (out, h), (off, h_off) = outs
+    padded = np.pad(x, ((0, 0), (0, num_m * B - S))).reshape(rows, num_m, B)   # lane l of column tile t
+    want = np.cumsum(padded, axis=1).reshape(rows, num_m * B)[:, :S]             # program m: tiles 0..m
+    np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-4)
+    assert out.tobytes() == off.tobytes()
+    assert "__order" in h.asm["isa"] and h.stats.cycles < 0.85 * h_off.stats.cycles
+
+
 def _tri(n, block, **opts):
     rng = np.random.default_rng(0)
     x = rng.standard_normal((n, n)).astype(np.float32)

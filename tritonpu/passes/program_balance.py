@@ -6,9 +6,11 @@ BLOCK_N)``, a triangular matmul's K loop -- that leaves some cores with the long
 others with the short ones: causal FlashAttention at 8 x 2048 x 128, BLOCK_M 128, ran its cores
 between 83150 and 254370 cycles.
 
-Guarantees.  For a launch whose scalar values give every loop at the top of the program its trip
-count (from the program id, the grid and the scalar arguments: :class:`Plan`, evaluated for all
-programs at once), the programs' work is estimated -- each loop's trips times one trip's cycles
+Guarantees.  For a launch whose scalar values give every loop at the top of the program -- or at
+the top of a branch of an ``if`` there, with that ``if``'s condition (an early ``return`` puts the
+rest of the program in one) -- its trip count (from the program id, the grid and the scalar
+arguments: :class:`Plan`, evaluated for all programs at once), the programs' work is estimated --
+each loop's trips (none in a program whose condition skips its branch) times one trip's cycles
 estimated from its shapes (rewrite.ops_work: the busiest of MTE2 at the L2 rate, the cube, the
 vector unit), plus the rest of the program once -- and, when dealing the programs (heaviest first,
 each to the core with the least work so far among those with a trip left, every core keeping the
@@ -34,7 +36,7 @@ from tritonpu.ir.ops import TILE_LOADS
 from tritonpu.passes.manager import Pass, register
 from tritonpu.passes.persistent import CORES, is_program_loop
 from tritonpu.passes.program_runs import PerProgram, independent
-from tritonpu.passes.rewrite import LoopView, ops_work
+from tritonpu.passes.rewrite import ops_work
 from tritonpu.passes.specialize import for_a_launch, launch_scalars, record
 
 ORDER = "__order"          # the launch's table of programs, by trip of the program loop
@@ -52,6 +54,7 @@ class Plan(PerProgram):
     of the program's."""
 
     trip_cycles: list
+    kinds: list             # per loop: None (at the program's top), or the branch of its if (True: then)
     rest: float
     expected = None
     estimate = None         # (round robin's busiest core, the dealt one's), estimated cycles
@@ -66,11 +69,14 @@ class Plan(PerProgram):
         if n <= cores or n > MAX_PROGRAMS:
             return None
         work = np.full(n, float(self.rest + PROGRAM_START))
-        for b, w in zip(bounds, self.trip_cycles):
+        for b, w, taken in zip(bounds, self.trip_cycles, self.kinds):
             lb, ub, step = b[:, 0], b[:, 1], b[:, 2]
-            if (step <= 0).any():
+            runs = np.ones(n, bool) if taken is None else (b[:, 3] != 0) == taken
+            if (step[runs] <= 0).any():
                 return None             # (a loop counting down, or by a step the values make 0)
-            work += np.maximum(0, -(-(ub - lb) // step)) * w
+            with np.errstate(all="ignore"):
+                trips = np.maximum(0, -(-(ub - lb) // np.where(runs, step, 1)))
+            work += np.where(runs, trips, 0) * w
         rounds = -(-n // cores)
         robin = max(work[c::cores].sum() for c in range(cores))
         dealt, order = _deal(work, cores)
@@ -136,21 +142,26 @@ class ProgramBalance(Pass):
 
     @staticmethod
     def _plan(fn: Function, P: Op):
-        """The plan for the loops at the top of the program loop ``P``, or None when one's trip
-        count does not follow from the program id and the launch's values, or none depends on the
-        program id."""
+        """The plan for the loops at the top of the program loop ``P`` -- and at the top of the
+        branches of an ``if`` there (an early ``return`` puts the rest of the program in one) --,
+        or None when a loop's trip count or a branch's condition does not follow from the program
+        id and the launch's values, or no trip count depends on the program id."""
         body = P.regions[0]
-        view = LoopView(P)
         pid = body.args[0]
-        loops = [o for o in body.ops if o.name == "for"]
-        cands, trips = [], []
-        for F in loops:
-            bounds = F.operands[:3]
-            chain = view.slice(bounds, ())
-            if chain is None or any(r.type.is_block for o in chain for r in o.results):
+        places = [(o, None, None) for o in body.ops if o.name == "for"]      # (loop, if, branch taken)
+        for o in body.ops:
+            if o.name == "if":
+                for k, region in enumerate(o.regions):
+                    places += [(F, o, k == 0) for F in region.ops if F.name == "for"]
+        cands, trips, kinds = [], [], []
+        for F, cond_op, taken in places:
+            wanted = list(F.operands[:3]) + ([cond_op.operands[0]] if cond_op is not None else [])
+            chain = _chain(wanted, [body] + ([F.parent] if cond_op is not None else []), pid)
+            if chain is None:
                 return None
-            if _reads(chain, pid, bounds):
-                cands.append((chain, list(bounds)))
+            if _reads(chain, pid, wanted):
+                cands.append((chain, wanted))
+                kinds.append(taken)
                 inner = [o for o in F.walk() if o is not F]
                 trips.append(TRIP_START + sum(ops_work(F.regions[0].ops, [o for o in inner if o.name in TILE_LOADS])))
         if not cands:
@@ -158,9 +169,9 @@ class ProgramBalance(Pass):
         plan = Plan.of(fn, P, cands)
         if plan is None:
             return None
-        in_loops = {id(o) for F in loops for o in F.walk()}
+        in_loops = {id(o) for F, _, _ in places for o in F.walk()}
         rest = [o for o in body.ops if id(o) not in in_loops]
-        plan.trip_cycles = trips
+        plan.trip_cycles, plan.kinds = trips, kinds
         plan.rest = sum(ops_work(rest, [o for o in P.walk() if o.name in TILE_LOADS and id(o) not in in_loops]))
         return plan
 
@@ -183,6 +194,29 @@ class ProgramBalance(Pass):
             o.parent = body
         fn.attrs["balanced"] = True
         fn.__dict__["program_order"] = table
+
+
+def _chain(values, regions: list, pid: Value):
+    """The pure scalar ops of ``regions`` (the program loop's body, then a branch in it) that
+    compute ``values``, in order, or None when that needs anything else (a load, a block, a
+    region argument other than ``pid``); values from outside the program loop are leaves."""
+    defs = {id(r): o for region in regions for o in region.ops for r in o.results}
+    args = {id(a) for region in regions for a in region.args}
+    need, stack = set(), list(values)
+    while stack:
+        v = stack.pop()
+        o = defs.get(id(v))
+        if o is None:
+            if id(v) in args and v is not pid:
+                return None
+            continue
+        if id(o) in need:
+            continue
+        if o.regions or o.opdef.effects or o.opdef.terminator or any(r.type.is_block for r in o.results):
+            return None
+        need.add(id(o))
+        stack.extend(o.operands)
+    return [o for region in regions for o in region.ops if id(o) in need]
 
 
 def _reads(chain: list, pid: Value, values) -> bool:
