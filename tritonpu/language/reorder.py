@@ -271,7 +271,7 @@ def _slice_args(x, offsets, sizes, strides, what):
 def _known(off):
     """An offset the kernel computes from constants alone (an unrolled loop's variable times a
     block size) as its int; any other offset as it is."""
-    v = known_int(off) if isinstance(off, tensor) else None
+    v = known_int(off)
     return off if v is None else v
 
 

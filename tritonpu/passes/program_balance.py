@@ -102,7 +102,7 @@ def _deal(work: np.ndarray, cores: int) -> tuple:
     load = [0.0] * cores
     mine: list = [[] for _ in range(cores)]
     left = float(work.sum())
-    for i, p in enumerate(sorted(range(n), key=lambda p: (-work[p], p))):
+    for i, p in enumerate(np.argsort(-work, kind="stable").tolist()):     # (ties: lower id first)
         w = float(work[p])
         left -= w
         mean = left / (n - i - 1) if i + 1 < n else 0.0
