@@ -802,3 +802,83 @@ def test_a_loops_first_set_goes_before_its_pipes_first_work_before_the_loop():
         x, y = run(nodes, n=n)
         a, b = x[:256].reshape(16, 16), x[256:512].reshape(16, 16)
         np.testing.assert_allclose(y[:256].reshape(16, 16), (n + 1) * (a @ b), rtol=1e-5)
+
+
+# ---- loop-carried pairs through branches (sync_branches.py) ---------------------------------------
+
+def versions():
+    """A persistent loop's body as the compiler emits it: two versions (an If on the trip's
+    parity), each loading its tiles first and reading them last -- each trip's first load reuses
+    the buffer the previous trip's (either version's) vadds read."""
+    def version(dst):
+        return [load(0, off="s1"), load(4096, off="s1"), vadds(dst, 0), vadds(dst + 4096, 4096),
+                store(dst, off="s1"), store(dst + 4096, off="s1")]
+    return [loop("s0", 4, [S("mul s1, s0, 1024"), If([S("and s8, s0, 1"), S("br.eq s8, 0, {target}")],
+                                                        version(8192), version(16384))])]
+
+
+def test_a_consumer_in_a_branch_waits_for_the_previous_trips_producer_not_for_its_whole_queue():
+    """Each version's first load waits for the vadds that read ub[0] in the previous trip (set right
+    after it, in both versions), the second load for the one that read ub[4096] -- not, as a pair
+    set right before the wait would, for everything V queued before (the second vadds too)."""
+    nodes = versions()
+    synced(nodes)
+    lines = body_lines(nodes)
+    then = lines[lines.index("br.eq s8, 0, else1"):lines.index("else1:")]
+    assert then[:4] == ["br.eq s8, 0, else1", "wait_flag V, MTE2, 7",
+                        "mov.gm.ub ub[0], x[s1], 1, 4096, 0, 0", "set_flag MTE2, V, 0"], then
+    first = then.index("vadds.f32 ub[8192], ub[0], 1.0, 1024")
+    assert then[first + 1] == "set_flag V, MTE2, 7", then          # right after its read of ub[0]
+    head = lines.index("for s0, 0, 4, 1")
+    assert lines[head - 2:head] == ["set_flag V, MTE2, 6", "set_flag V, MTE2, 7"]     # for the first trip
+    assert lines[-2:] == ["wait_flag V, MTE2, 6", "wait_flag V, MTE2, 7"]          # drained after it
+    x, y = run(nodes)       # trip t stores x[256t:256t+1024] + 1 at y[256t:]: the last wins
+    np.testing.assert_array_equal(y[:1792], x[:1792] + 1)
+    assert_races(versions)
+
+
+def test_pairs_through_branches_go_through_an_idle_pipe_when_their_pipes_have_no_id_left():
+    """With two event ids per pipe pair, V -> MTE2 has one for the pairs through branches (0 is
+    left for pairs inside a run); the second goes through MTE1, which has no work in the loop: V
+    sets V -> MTE1, MTE1 waits for it and sets MTE1 -> MTE2, which the consumer waits for."""
+    nodes = versions()
+    synced(nodes, max_events=2)
+    lines = body_lines(nodes)
+    relay = ["set_flag V, MTE1, 1", "wait_flag V, MTE1, 1", "set_flag MTE1, MTE2, 1"]
+    at = lines.index("vadds.f32 ub[12288], ub[4096], 1.0, 1024")
+    assert lines[at + 1:at + 4] == relay, lines
+    assert "wait_flag MTE1, MTE2, 1" in lines[:lines.index("mov.gm.ub ub[4096], x[s1], 1, 4096, 0, 0")]
+    x, y = run(nodes)
+    np.testing.assert_array_equal(y[:1792], x[:1792] + 1)
+
+
+def random_versions(rng, depth):
+    """Random code whose If conditions depend on the trip (``s0``): consecutive trips take
+    different paths through the body."""
+    out = []
+    for _ in range(rng.randint(1, 5)):
+        r = rng.random()
+        a, b = (rng.randrange(4) * 1024 for _ in range(2))
+        if r < 0.25:
+            out.append(load(a, off=rng.randrange(4) * 1024, n=1024))
+        elif r < 0.55:
+            out.append(vadds(a, b, n=1024))
+        elif r < 0.7:
+            out.append(store(a, off=rng.randrange(4) * 1024, n=1024))
+        elif r < 0.8 and depth < 2:
+            out.append(loop(f"s{2 + depth}", rng.randint(0, 2), random_versions(rng, depth + 1)))
+        elif depth < 3:
+            t = [S(f"rem s8, s0, {rng.randint(2, 3)}"), S(f"br.eq s8, {rng.randint(0, 1)}, {{target}}")]
+            out.append(If(t, random_versions(rng, depth + 1),
+                          random_versions(rng, depth + 1) if rng.random() < 0.7 else []))
+    return out
+
+
+@pytest.mark.parametrize("seed", range(300))
+def test_random_programs_with_paths_that_change_from_trip_to_trip_pass_the_sanitizer(seed):
+    rng = random.Random(seed)
+    nodes = [loop("s0", "n", random_versions(rng, 0))]
+    rep = synced(nodes, max_events=rng.choice([2, 3, 8]))
+    assert all(v <= 8 for v in rep.events_used.values())
+    for n in (0, 1, 2, 5):
+        run(nodes, n=n)

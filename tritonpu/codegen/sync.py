@@ -66,7 +66,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from tritonpu.isa import PIPES
+
 from .asmlist import If, Instr, Loop, While, walk
+from .sync_branches import if_reserved, place_sets
 from .sync_model import State, conflicts, flag_of, is_sync
 from .sync_runs import Segment
 
@@ -133,6 +136,20 @@ class _Pass:
         self.drains: dict = {}       # id(Loop) -> its drains, from loop() to the block placing it
         self.over: dict = {}         # id(Loop) -> (src, dst, ev) of inner drains pending over its back edge
         self._body_ids: dict = {}    # id(Loop) -> body_ids(loop)
+        # the blocks being placed, outermost first: [nodes, index of the node being placed, the
+        # Loop / If / While whose block it is (None at the top)]
+        self.frames: list = []
+        self._owner = None           # the owner of the next block _block runs
+        # loop-carried pairs through branches (sync_branches.py): id(Loop) -> {(src, dst, ev):
+        # ids of their producers}; (id(Loop), src, dst, ev) -> the consumers' waits
+        self.branch_pairs: dict = {}
+        self.branch_waits: dict = {}
+        # (id(Loop), producers, n) -> {id(consumer): its path, {id(If): in its then-branch}}
+        self.branch_users: dict = {}
+        self.relays: dict = {}       # (id(Loop), pair key) -> (src, event) of a pair set through a relay
+        self._block_positions: dict = {}
+        self._reserved_by_ifs: dict = {}
+        self._idle: dict = {}        # id(Loop) -> the pipes with no work in its body
 
     # ---- structure ------------------------------------------------------------------------------
     def block(self, nodes: list, st: State, emit: bool, loop: Loop | None = None, pending=None) -> State:
@@ -168,10 +185,20 @@ class _Pass:
         return out
 
     def _block(self, nodes: list, st: State, emit: bool, loop: Loop | None) -> State:
+        frame = [nodes, 0, self._owner]
+        self._owner = None
+        self.frames.append(frame)
+        try:
+            return self._placed(nodes, st, emit, loop, frame)
+        finally:
+            self.frames.pop()
+
+    def _placed(self, nodes: list, st: State, emit: bool, loop: Loop | None, frame: list) -> State:
         out: list = []
         seg = None                                  # the current straight-line run of Instrs
         body_ids = self.body_ids(loop) if loop is not None else set()
         for j, n in enumerate(nodes):
+            frame[1] = j
             if isinstance(n, Instr):
                 pre, waited = [], []
                 while self.pending and not is_sync(n):
@@ -260,11 +287,13 @@ class _Pass:
                 out += self._drain(st, lambda d: d[:3] in mine)
             out.append(n)
             if isinstance(n, If):
+                self._owner = n
                 st = self.block(n.test, st, emit, pending=self.pending)
                 ends = []
                 for branch, reserved in ((n.then, n.reserved), (n.orelse, n.reserved_else)):
                     left = list(self.pending)
                     self.taken.append(reserved)
+                    self._owner = n
                     try:
                         ends.append((branch, self.block(branch, st.copy(), emit, pending=left), left))
                     finally:
@@ -335,6 +364,7 @@ class _Pass:
 
         def body(s, em=False):
             self.carried_known[id(n)] = []
+            self._owner = n
             if ctx is None:
                 return _ring(n, self.block(n.body, s.copy(), em, ctx))
             # the drains still pending at the end of a trip (an inner loop's, nothing after it
@@ -361,7 +391,15 @@ class _Pass:
         try:
             head = self._fixpoint(entry, body)
             if emit:
+                for key in [k for k in self.branch_waits if k[0] == id(n)]:
+                    del self.branch_waits[key]      # (the waits of the run that emits)
                 body(head, True)
+                for pair, (producers, relay) in sorted(self.branch_pairs.get(id(n), {}).items()):
+                    waits = {id(w) for w in self.branch_waits.get((id(n),) + pair, ())}
+                    self.report.pairs += place_sets(n.body, pair, producers, waits, relay)
+                    used = self.report.events_used
+                    for a, b, e in [pair] + ([(relay[0], pair[0], relay[1])] if relay else []):
+                        used[(a, b)] = max(used.get((a, b), 0), e + 1)
         finally:
             self.active.pop()
         # exit at the head: after 0 or more trips.  The drains after the loop (``wait_flag`` on
@@ -404,6 +442,105 @@ class _Pass:
             ids = self._body_ids[id(n)] = {id(i) for i in walk(n.body)}
         return ids
 
+    def carried_event(self, loop: Loop, key, src: str, dst: str, avoid=()):
+        """The event id of loop ``loop``'s carried pair ``key`` on ``(src, dst)`` (taken from the
+        top, once per key: free here, in the loops around it and in those inside it, and not in
+        ``avoid``), None when none is free."""
+        ids = self.reserved.setdefault((src, dst), {})
+        if (id(loop), key) in ids:
+            return ids[(id(loop), key)]
+        held = self.held(src, dst, id(loop)) | set(avoid)
+        for e in range(self.max_events - 1, 0, -1):
+            if e not in held:
+                ids[(id(loop), key)] = e
+                self.carried.setdefault(id(loop), set()).add((src, dst, e))
+                return e
+        return None
+
+    def branch_plan(self, consumer: int, src: str, dst: str, need: set, st: State):
+        """A loop-carried pair through branches (sync_branches.py) for the instruction ``consumer``
+        (its id) on ``dst``, which needs ``need``: when the innermost enclosing blocks up to a loop that carries flags are
+        ``If`` branches, and ``src``'s records in ``need`` are all of the previous trip (issued by
+        the body, none on the consumer's path before it) or from before the loop.  The plan
+        orders those records and every other access of their instructions.  None otherwise."""
+        levels, loop, path = [], None, {}
+        for nodes, j, owner in reversed(self.frames):
+            levels.append((self._positions(nodes), j))
+            if not isinstance(owner, If):
+                loop = owner if isinstance(owner, Loop) and owner.carry_flags else None
+                break
+            path[id(owner)] = nodes is owner.then
+        if loop is None or not path:
+            return None
+        keys = {k for k in need if st.recs[k].pipe == src}
+        body = self.body_ids(loop)
+        producers = frozenset(k[0] for k in keys if k[0] in body)
+        # (none issued on the consumer's path before it, in this trip)
+        if not producers or any(pos.get(k[0], j) < j for k in keys for pos, j in levels):
+            return None
+        # consumers of the same producers share a pair when no path runs two of them (the
+        # versions of a program: each waits for its own first loads' slots)
+        n = 0
+        while True:
+            users = self.branch_users.setdefault((id(loop), producers, n), {})
+            if consumer in users or all(any(path.get(i, b) != b for i, b in theirs.items())
+                                        for theirs in users.values()):
+                users[consumer] = path
+                break
+            n += 1
+        key = ("branch", producers, n)
+        pipe, relay = src, self.relays.get((id(loop), key))
+        ev = None if relay else self.carried_event(loop, key, src, dst, self._if_reserved(loop, src, dst))
+        if ev is None:
+            # no id left on (src, dst) -- a pipelined K loop inside takes most: the pair goes
+            # through a pipe with no work in the body, which waits for src's flag and sets its own
+            idle = self._idle.get(id(loop))
+            if idle is None:
+                busy = {x.pipe for x in walk(loop.body) if not is_sync(x)}
+                idle = self._idle[id(loop)] = [r for r in PIPES if r not in busy and r != "S"]
+            for r in [r for r in idle if r not in (src, dst)]:
+                ev = self.carried_event(loop, key, r, dst, self._if_reserved(loop, r, dst))
+                e = self.relay_event(loop, src, r)
+                if ev is not None and e is not None:
+                    pipe, relay = r, (src, e)
+                    self.relays[(id(loop), key)] = relay
+                    break
+                ev = None
+            if ev is None:
+                return None
+        self.branch_pairs.setdefault(id(loop), {})[(pipe, dst, ev)] = (producers, relay)
+        # (every access of the producers is ordered: another consumer of theirs on this path
+        # needs no pair -- nor the same one again)
+        keys |= {k for k in st.unord[dst] if k[0] in producers and st.recs[k].pipe == src}
+        return pipe, ("branch", id(loop)), ev, keys
+
+    def _positions(self, nodes: list) -> dict:
+        """id(instruction) -> the index in ``nodes`` of the node holding it (cached per block and
+        length: the emitting run rewrites a block only at its end)."""
+        key = (id(nodes), len(nodes))
+        pos = self._block_positions.get(key)
+        if pos is None:
+            pos = self._block_positions[key] = {id(x): j for j, n in enumerate(nodes) for x in walk([n])}
+        return pos
+
+    def _if_reserved(self, loop: Loop, src: str, dst: str) -> set:
+        key = (id(loop), src, dst)
+        if key not in self._reserved_by_ifs:
+            self._reserved_by_ifs[key] = if_reserved(loop.body, src, dst)
+        return self._reserved_by_ifs[key]
+
+    def relay_event(self, loop: Loop, src: str, pipe: str):
+        """The event id of ``(src, pipe)`` that the relays of ``loop``'s pairs through ``pipe``
+        use (set and waited for at once, so one serves them all), None when none is free."""
+        ids = self.reserved.setdefault((src, pipe), {})
+        if (id(loop), "relay") not in ids:
+            held = self.held(src, pipe, id(loop)) | self._if_reserved(loop, src, pipe)
+            free = [e for e in range(self.max_events - 1, -1, -1) if e not in held]
+            if not free:
+                return None
+            ids[(id(loop), "relay")] = free[0]
+        return ids[(id(loop), "relay")]
+
     def held(self, src: str, dst: str, loop_id=None) -> set:
         """Event ids of (src, dst) that loop-carried pairs keep pending here: those of the loops
         around the code being placed -- a pair of one loop is pending from before it to after it,
@@ -417,7 +554,11 @@ class _Pass:
 
     def while_(self, n: While, entry: State, emit: bool) -> State:
         def trip(s, em=False):
-            t = self.block(n.test, self.block(n.before, s.copy(), em), em)
+            self._owner = n
+            t = self.block(n.before, s.copy(), em)
+            self._owner = n
+            t = self.block(n.test, t, em)
+            self._owner = n
             return t, self.block(n.after, t.copy(), em)
 
         head = self._fixpoint(entry, lambda s: trip(s)[1])

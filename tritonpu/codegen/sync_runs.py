@@ -85,6 +85,10 @@ class Segment:
             carried = self._carried_plan(src, need, i)
             if carried is not None:
                 return carried
+        if not mine:
+            branch = self.p.branch_plan(id(self.instrs[i]), src, self.instrs[i].pipe, need, self.st)
+            if branch is not None:
+                return branch
         return src, None, None, self.st.known(src)
 
     def _carried_plan(self, src: str, need: set, i: int):
@@ -97,7 +101,7 @@ class Segment:
             return None
         dst = self.instrs[i].pipe
         kk = self._extend(src, dst, max(ahead), len(self.run))
-        ev = self._carried_event(src, dst, kk)
+        ev = self.p.carried_event(self.loop, kk, src, dst)
         if ev is None:
             return None
         # covered: src's records from (i, kk] of this run (last trip) and those from before the loop
@@ -184,19 +188,6 @@ class Segment:
                 last = j
         return last, False
 
-    def _carried_event(self, src, dst, kk):
-        ids = self.p.reserved.setdefault((src, dst), {})
-        key = (id(self.loop), kk)
-        if key in ids:
-            return ids[key]
-        held = self.p.held(src, dst, id(self.loop))
-        for e in range(self.p.max_events - 1, 0, -1):
-            if e not in held:
-                ids[key] = e
-                self.p.carried.setdefault(id(self.loop), set()).add((src, dst, e))
-                return e
-        return None
-
     def _free(self, src, k, i):
         dst = self.instrs[i].pipe
         start, end = (k, 1, self.tick + 1), (i, 0, self.tick + 2)
@@ -209,6 +200,13 @@ class Segment:
 
     def _apply(self, plan, dst: str, i: int):
         src, k, ev, keys = plan
+        if isinstance(k, tuple) and k[0] == "branch":
+            # loop-carried through branches: the sets go in after the body is placed
+            wait = Instr(f"wait_flag {src}, {dst}, {ev}", dst)
+            self.before[i].append(wait)
+            self.p.branch_waits.setdefault((k[1], src, dst, ev), []).append(wait)
+            self.st.cover(dst, keys)
+            return
         if isinstance(k, tuple):    # loop-carried: set after the producer, for the next trip
             self.carried_sets.setdefault(k[1], []).append(Instr(f"set_flag {src}, {dst}, {ev}", src))
             self.before[i].append(Instr(f"wait_flag {src}, {dst}, {ev}", dst))
