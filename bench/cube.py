@@ -1,6 +1,6 @@
 """The cube path at the configurations users write (simulated cycles, deterministic):
 
-    python bench/cube.py [--quick] [--only tutorial,plain,attention,layouts,ragged,oneblock] [--sizes 1024,2048]
+    python bench/cube.py [--quick] [--only tutorial,plain,attention,layouts,ragged,persistent,oneblock] [--sizes 1024,2048]
 
 Kernels:
 * Triton's matmul tutorial as published (grouped program order, ``% M`` / ``% N`` wrapped
@@ -17,6 +17,10 @@ Kernels:
 * the tutorial at ragged sizes, M and N 24 less than the first size (the last row and column of
   programs wrap their ``% M`` / ``% N`` offsets around), at 128x128x64 and 128x256x64, A row- and
   column-major;
+* Triton's persistent matmul (tutorial 09 of Triton 3.0; triton-ascend's sample is the same loop):
+  one program per core, one flat loop over every K step of every tile it owns (a counter cycling
+  through the K steps, the tile's offsets computed at its first step and its result stored at its
+  last), at 128x128x64 and 128x256x64, with the ``unflatten`` pass and without it;
 * a matmul with K in one block (``tl.dot(a, b)``, no K loop), K = 64, fp32 out, at the first size:
   at 128x128 only stored (FIX stores the product from L0C), at 128x256 with a GELU epilogue (done a
   few rows at a time from L0C).
@@ -98,6 +102,59 @@ def tutorial_matmul(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_b
     c_ptrs = c_ptr + stride_cm * offs_cm[:, None] + stride_cn * offs_cn[None, :]
     c_mask = (offs_cm[:, None] < M) & (offs_cn[None, :] < N)
     tl.store(c_ptrs, c, mask=c_mask)
+
+
+@tritonpu.jit
+def persistent_matmul(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
+                      BLOCK_SIZE_M: tl.constexpr, BLOCK_SIZE_N: tl.constexpr, BLOCK_SIZE_K: tl.constexpr,
+                      GROUP_SIZE_M: tl.constexpr, NUM_SMS: tl.constexpr):
+    # Triton 3.0's persistent matmul (tutorial 09), as triton-ascend's sample writes it too: one
+    # flat loop over every K step of every tile a program owns, a counter cycling through the K steps
+    start_pid = tl.program_id(axis=0)
+    num_pid_m = tl.cdiv(M, BLOCK_SIZE_M)
+    num_pid_n = tl.cdiv(N, BLOCK_SIZE_N)
+    k_tiles = tl.cdiv(K, BLOCK_SIZE_K)
+    num_tiles = num_pid_m * num_pid_n
+    tiles_per_SM = num_tiles // NUM_SMS
+    if start_pid < num_tiles % NUM_SMS:
+        tiles_per_SM += 1
+    tile_id = start_pid - NUM_SMS
+    ki = -1
+    offs_k_for_mask = tl.arange(0, BLOCK_SIZE_K)
+    num_pid_in_group = GROUP_SIZE_M * num_pid_n
+    pid_m = 0
+    pid_n = 0
+    offs_am = tl.arange(0, BLOCK_SIZE_M)
+    offs_bn = tl.arange(0, BLOCK_SIZE_N)
+    accumulator = tl.zeros((BLOCK_SIZE_M, BLOCK_SIZE_N), dtype=tl.float32)
+    for _ in range(0, k_tiles * tiles_per_SM):
+        ki = tl.where(ki == k_tiles - 1, 0, ki + 1)
+        if ki == 0:
+            tile_id += NUM_SMS
+            group_id = tile_id // num_pid_in_group
+            first_pid_m = group_id * GROUP_SIZE_M
+            group_size_m = min(num_pid_m - first_pid_m, GROUP_SIZE_M)
+            pid_m = first_pid_m + (tile_id % group_size_m)
+            pid_n = (tile_id % num_pid_in_group) // group_size_m
+            offs_am = pid_m * BLOCK_SIZE_M + tl.arange(0, BLOCK_SIZE_M)
+            offs_bn = pid_n * BLOCK_SIZE_N + tl.arange(0, BLOCK_SIZE_N)
+            offs_am = tl.where(offs_am < M, offs_am, 0)
+            offs_bn = tl.where(offs_bn < N, offs_bn, 0)
+            offs_am = tl.max_contiguous(tl.multiple_of(offs_am, BLOCK_SIZE_M), BLOCK_SIZE_M)
+            offs_bn = tl.max_contiguous(tl.multiple_of(offs_bn, BLOCK_SIZE_N), BLOCK_SIZE_N)
+        offs_k = ki * BLOCK_SIZE_K + tl.arange(0, BLOCK_SIZE_K)
+        a_ptrs = a_ptr + (offs_am[:, None] * stride_am + offs_k[None, :] * stride_ak)
+        b_ptrs = b_ptr + (offs_k[:, None] * stride_bk + offs_bn[None, :] * stride_bn)
+        a = tl.load(a_ptrs, mask=offs_k_for_mask[None, :] < K - ki * BLOCK_SIZE_K, other=0.0)
+        b = tl.load(b_ptrs, mask=offs_k_for_mask[:, None] < K - ki * BLOCK_SIZE_K, other=0.0)
+        accumulator = tl.dot(a, b, accumulator)
+        if ki == k_tiles - 1:
+            offs_cm = pid_m * BLOCK_SIZE_M + tl.arange(0, BLOCK_SIZE_M)
+            offs_cn = pid_n * BLOCK_SIZE_N + tl.arange(0, BLOCK_SIZE_N)
+            c_ptrs = c_ptr + stride_cm * offs_cm[:, None] + stride_cn * offs_cn[None, :]
+            c_mask = (offs_cm[:, None] < M) & (offs_cn[None, :] < N)
+            tl.store(c_ptrs, accumulator.to(tl.float16), mask=c_mask)
+            accumulator = tl.zeros((BLOCK_SIZE_M, BLOCK_SIZE_N), dtype=tl.float32)
 
 
 @tritonpu.jit
@@ -266,6 +323,30 @@ def plain(n, rng):
     return res
 
 
+def persistent(n, rng, configs=((128, 128, 64), (128, 256, 64)), cores=24):
+    """Triton's persistent matmul (one program per core, a flat loop over its tiles' K steps), with
+    the ``unflatten`` pass and without it."""
+    a = (rng.random((n, n)) - 0.5).astype(np.float16)
+    b = (rng.random((n, n)) - 0.5).astype(np.float16)
+    ref = a[:64].astype(np.float32) @ b.astype(np.float32)
+    out = {}
+    for bm, bn, bk in configs:
+        for flat in (False, True):
+            def launch(bm=bm, bn=bn, bk=bk, flat=flat):
+                c = np.empty((n, n), np.float16)
+                h = persistent_matmul[(min(cores, _ceil(n, bm) * _ceil(n, bn)),)](
+                    a, b, c, n, n, n, n, 1, n, 1, n, 1, BLOCK_SIZE_M=bm, BLOCK_SIZE_N=bn, BLOCK_SIZE_K=bk,
+                    GROUP_SIZE_M=8, NUM_SMS=cores, sanitize=False,
+                    disable_passes=("unflatten",) if flat else ())
+                return c, h
+            out[(bm, bn, bk, flat)] = row(
+                f"persistent {n}^3 {bm}x{bn}x{bk}{' (unflatten off)' if flat else ''}", launch,
+                lambda c: _close(c[:64], ref, 2e-2, 1e-2),
+                lambda st, bm=bm, bn=bn, bk=bk: matmul_tile_bound(n, n, n, bm, bn, bk, roofline=st.roofline_cycles,
+                                                               order=grouped_order(n, n, bm, bn))[0])
+    return out
+
+
 def one_block(n, k, rng):
     """K in one block (no K loop), fp32 out: the product stored by FIX, or a GELU epilogue done a few
     rows at a time from L0C."""
@@ -316,7 +397,7 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="1024^3 only; attention at 2 heads")
     ap.add_argument("--only", default="",
-                    help="comma-separated subset: tutorial,plain,attention,layouts,ragged,oneblock")
+                    help="comma-separated subset: tutorial,plain,attention,layouts,ragged,persistent,oneblock")
     ap.add_argument("--sizes", default="", help="matmul sizes, e.g. 1024,2048 (default 1024,2048)")
     ap.add_argument("--configs", default="", help="tutorial configs, e.g. 128x256x64,64x32x32 (default: all)")
     ap.add_argument("--ddr-at-l2-rate", action="store_true",
@@ -378,6 +459,10 @@ def main(argv=None):
                 if v:
                     summary.append(f"{shape[0]}x{shape[1]}x{shape[2]} {bm}x{bn}x{bk}{' A column-major' if cm else ''}: "
                                    f"{v[0].cycles} cycles")
+    if not only or "persistent" in only:
+        for (bm, bn, bk, flat), r in persistent(sizes[0], rng).items():
+            if r and not flat:
+                summary.append(f"persistent {bm}x{bn}x{bk}: {r[0].cycles} cycles")
     if not only or "oneblock" in only:
         n = sizes[0]
         for (bm, bn, gelu), r in one_block(n, 64, rng).items():
