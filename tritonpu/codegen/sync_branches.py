@@ -23,11 +23,7 @@ flag twice.
 """
 from __future__ import annotations
 
-from .asmlist import If, Instr, Loop, While, walk
-
-
-def _has(node, ids) -> bool:
-    return any(id(x) in ids for x in walk([node]))
+from .asmlist import If, Instr, Loop, While
 
 
 def place_sets(body: list, pair: tuple, producers: frozenset, waits: set, relay=None) -> int:
@@ -38,6 +34,11 @@ def place_sets(body: list, pair: tuple, producers: frozenset, waits: set, relay=
     and R's set of the pair.  Returns the number of flag pairs added."""
     pipe, dst, ev = pair
     added = [0]
+    # the nodes holding a producer or a wait, found in one walk (the flags added change neither)
+    holding = {id(producers): _holding(body, producers), id(waits): _holding(body, waits)}
+
+    def has(node, ids) -> bool:
+        return id(node) in holding[id(ids)]
 
     def wait():
         added[0] += 1
@@ -57,23 +58,23 @@ def place_sets(body: list, pair: tuple, producers: frozenset, waits: set, relay=
         if any(isinstance(x, Instr) and id(x) in waits for x in nodes):
             return
         for x in nodes:
-            if isinstance(x, If) and _has(x, waits):
+            if isinstance(x, If) and has(x, waits):
                 for branch in (x.then, x.orelse):
-                    if _has_list(branch, waits):
+                    if any(has(y, waits) for y in branch):
                         complete(branch)
                     else:
                         branch.append(wait())
                 return
 
     def place(nodes: list, waited: bool) -> None:
-        marks = [j for j, x in enumerate(nodes) if _has(x, producers) or _has(x, waits)]
+        marks = [j for j, x in enumerate(nodes) if has(x, producers) or has(x, waits)]
         if not marks:
             if waited:
                 nodes[0:0] = put()
             return
         last = marks[-1]
         for x in nodes[:last]:
-            if _has(x, waits):
+            if has(x, waits):
                 if isinstance(x, If):
                     complete([x])
                 waited = True
@@ -91,8 +92,24 @@ def place_sets(body: list, pair: tuple, producers: frozenset, waits: set, relay=
     return added[0] // 2
 
 
-def _has_list(nodes, ids) -> bool:
-    return any(_has(x, ids) for x in nodes)
+def _holding(nodes: list, ids) -> set:
+    """id() of every node in ``nodes`` (at any depth) that holds an instruction of ``ids``."""
+    out: set = set()
+
+    def visit(n) -> bool:
+        if isinstance(n, Instr):
+            found = id(n) in ids
+        else:
+            parts = ([n.head], n.body) if isinstance(n, Loop) else (n.test, n.then, n.orelse) \
+                if isinstance(n, If) else (n.before, n.test, n.after)
+            found = any([visit(x) for part in parts for x in part])   # (a list: every node is visited)
+        if found:
+            out.add(id(n))
+        return found
+
+    for n in nodes:
+        visit(n)
+    return out
 
 
 def if_reserved(nodes, src: str, dst: str) -> set:

@@ -26,6 +26,7 @@ import numpy as np
 from tritonpu.ir import Function, Op, Region
 from tritonpu.passes.cse import replace_uses
 from tritonpu.passes.manager import Pass, register
+from tritonpu.passes.rewrite import init_carries
 from tritonpu.ref.evaluator import EVAL
 
 _FOLDABLE_KINDS = ("elementwise", "compare", "select", "cast")
@@ -80,14 +81,9 @@ def _forward_invariant_carries(fn: Function) -> None:
     the carry)."""
     mapping: dict = {}
     for op in fn.walk():
-        if op.name != "for":
-            continue
-        body = op.regions[0]
-        for i, (arg, y) in enumerate(zip(body.args[1:], body.terminator.operands)):
-            init = op.operands[3 + i]
-            if y is arg or mapping.get(id(y), y) is mapping.get(id(init), init):
-                mapping[id(arg)] = mapping.get(id(init), init)
-                mapping[id(op.results[i])] = mapping.get(id(init), init)
+        if op.name == "for":
+            for i, init in init_carries(op, lambda v: mapping.get(id(v), v)):
+                mapping[id(op.regions[0].args[1 + i])] = mapping[id(op.results[i])] = init
     if mapping:
         for op in fn.walk():
             op.operands = [mapping.get(id(v), v) for v in op.operands]

@@ -9,6 +9,7 @@
 * What one trip of a loop costs, estimated from its shapes (``trip_work``).
 * Cloning ops with their regions through a value mapping (``clone``, ``clone_op``), a ``for``
   like another with a new body (``loop_like``), replacing every use of values (``replace_all_uses``).
+* The values a ``for`` loop carries that always hold their initial value (``init_carries``).
 """
 from __future__ import annotations
 
@@ -169,6 +170,31 @@ def clone_op(o: Op, mapping: dict) -> Op:
         b.name = a.name
         mapping[id(a)] = b
     return n
+
+
+def _constant_of(v):
+    """(type, value) of a scalar constant or a splat of one, else None."""
+    o = v.owner
+    c = o.operands[0] if o is not None and o.name == "splat" and o.operands else v
+    if c.owner is not None and c.owner.name == "constant" and not c.type.is_block:
+        return str(v.type), repr(c.owner.attrs["value"])
+    return None
+
+
+def init_carries(loop: Op, resolve=None, constants: bool = False):
+    """(index, init) for each of the values ``for`` op ``loop`` carries unchanged: its body yields the
+    value's region argument or its initial value itself (after ``resolve``, a value -> value map
+    of values already known to be others) -- or, with ``constants``, a constant (or a splat of
+    one) equal to an initial value that is one (the accumulator a trip resets to the zeros it
+    starts from).  Each holds its initial value on every trip and after the loop.  A generator:
+    ``resolve`` may learn a carry's answer before the next carry is looked at."""
+    resolve = resolve or (lambda v: v)
+    body = loop.regions[0]
+    for i, (arg, y) in enumerate(zip(body.args[1:], body.terminator.operands)):
+        init = resolve(loop.operands[3 + i])
+        if y is arg or resolve(y) is init or \
+                (constants and _constant_of(init) is not None and _constant_of(init) == _constant_of(y)):
+            yield i, init
 
 
 def replace_all_uses(fn: Function, old, new) -> None:

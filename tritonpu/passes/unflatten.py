@@ -51,7 +51,7 @@ from tritonpu.ir import Function, Op, Region, Value
 from tritonpu.ir import types as T
 from tritonpu.passes.cse import replace_uses
 from tritonpu.passes.manager import Pass, register
-from tritonpu.passes.rewrite import clone_op
+from tritonpu.passes.rewrite import clone_op, init_carries, users_of
 from tritonpu.passes.specialize import decide
 
 
@@ -205,35 +205,16 @@ def _unflatten(fn: Function, loop: Op) -> bool:
     return True
 
 
-def _splat_value(v):
-    """(type, value) of a constant or a splat of one, else None."""
-    o = v.owner
-    if o is not None and o.name == "splat" and o.operands:
-        c = _const(o.operands[0])
-        return None if c is None else (str(v.type), repr(c))
-    c = _const(v)
-    return None if c is None else (str(v.type), repr(c))
-
-
 def _constant_carries(fn: Function, loop: Op) -> None:
     """A value ``loop`` carries from a constant (or a splat of one) and yields as the same
     constant again (the accumulator a tile's last K step resets) is that constant: its uses read
     the initial value, and the carry is dropped (it would hold a tile of UB for nothing)."""
     body = loop.regions[0]
-    term = body.terminator
-    drop = [i for i, (init, y) in enumerate(zip(loop.operands[3:], term.operands))
-            if _splat_value(init) is not None and _splat_value(init) == _splat_value(y)]
-    if not drop:
-        return
-    replace_uses(fn, {id(body.args[1 + i]): loop.operands[3 + i] for i in drop})
-    replace_uses(fn, {id(loop.results[i]): loop.operands[3 + i] for i in drop})
-    keep = [i for i in range(len(body.args) - 1) if i not in drop]
-    body.args = [body.args[0]] + [body.args[1 + i] for i in keep]
-    term.operands = [term.operands[i] for i in keep]
-    loop.operands = loop.operands[:3] + [loop.operands[3 + i] for i in keep]
-    loop.results = [loop.results[i] for i in keep]
-    for n, r in enumerate(loop.results):
-        r.index = n
+    drop = {i: init for i, init in init_carries(loop, constants=True)}
+    if drop:
+        replace_uses(fn, {id(body.args[1 + i]): init for i, init in drop.items()})
+        replace_uses(fn, {id(loop.results[i]): init for i, init in drop.items()})
+        _drop_carries(loop, set(drop))
 
 
 def _hoist_first(fn: Function, inner: Op, outer_body: Region) -> None:
@@ -280,7 +261,7 @@ def _hoist_first(fn: Function, inner: Op, outer_body: Region) -> None:
 
 
 def _drop_carries(inner: Op, slots: set) -> None:
-    """Remove carried values ``slots`` (now unused) from ``inner`` and from the loop around it."""
+    """Remove carried values ``slots`` (now unused) from the ``for`` op ``inner``."""
     body = inner.regions[0]
     keep = [i for i in range(len(body.args) - 1) if i not in slots]
     body.args = [body.args[0]] + [body.args[1 + i] for i in keep]
@@ -306,9 +287,9 @@ def _sink_last(fn: Function, inner: Op, outer_body: Region, C: Value) -> None:
     if len(orelse.ops) != 1 or not then.ops:
         return
     # its results only yielded by the loop, each as one carried value
-    slots = {}
+    slots, users = {}, users_of(fn)
     for r in op.results:
-        uses = [(o, i) for o in fn.walk() for i, v in enumerate(o.operands) if v is r]
+        uses = users.get(id(r), [])
         if len(uses) != 1 or uses[0][0] is not term:
             return
         slots[id(r)] = uses[0][1]
