@@ -292,7 +292,8 @@ def test_a_stride_negative_at_run_time_is_not_a_tile_transfer(K):
     """``(M - 1 - rm) * scm`` has the row stride ``-scm``: a transfer moves ascending rows only, and
     FIX stored the accumulator with that stride -- an ExecutionError ('negative transfer stride')
     for a right kernel.  The launch's arguments decide the sign (a guard): this launch stores its
-    elements one by one (a launch whose stride is >= 0 compiles the tile store)."""
+    rows one by one, a scatter of rows ``arange * -scm`` (before: element by element, a pointer
+    block in UB; a launch whose stride is >= 0 compiles the tile store)."""
     M = N = 32
     rng = np.random.default_rng(K)
     a = rng.standard_normal((M, K)).astype(np.float16)
@@ -301,4 +302,51 @@ def test_a_stride_negative_at_run_time_is_not_a_tile_transfer(K):
     c = np.zeros((M, N), np.float32)
     h = _flipped_rows_matmul[(1,)](a, b, c, M, K, N, BM=32, BN=32, BK=32)
     np.testing.assert_allclose(c, ref[::-1], rtol=1e-3, atol=1e-3)
-    assert "mov.l0c.gm" not in h.asm["isa"] and "element-by-element" in h.asm["isa"]
+    isa = h.asm["isa"]
+    assert "mov.l0c.gm" not in isa and "element-by-element" not in isa and "scatter.ub.gm.f32" in isa, isa
+
+
+@tritonpu.jit
+def _loaded_strides_matmul(a_ptr, b_ptr, c_ptr, lds, M, N, K,
+                           BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    # Triton's grouped GEMM (tutorial 08): each problem's leading dimensions come from memory, and
+    # here its first rows too -- a stride of either sign, known when the program runs
+    lda, ldb, ldc = tl.load(lds), tl.load(lds + 1), tl.load(lds + 2)
+    a_first, c_first = tl.load(lds + 3), tl.load(lds + 4)
+    rm = tl.program_id(0) * BM + tl.arange(0, BM)
+    rn = tl.program_id(1) * BN + tl.arange(0, BN)
+    rk = tl.arange(0, BK)
+    a_ptrs = a_ptr + a_first + rm[:, None] * lda + rk[None, :]
+    b_ptrs = b_ptr + rk[:, None] * ldb + rn[None, :]
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k in range(0, K, BK):
+        acc += tl.dot(tl.load(a_ptrs), tl.load(b_ptrs))
+        a_ptrs += BK
+        b_ptrs += BK * ldb
+    tl.store(c_ptr + c_first + rm[:, None] * ldc + rn[None, :], acc.to(tl.float16))
+
+
+@pytest.mark.parametrize("flip", [False, True])
+def test_dot_operands_with_strides_loaded_from_memory(flip):
+    """Strides read from memory have a sign the compiler cannot know: the tile transfer is guarded
+    by ``stride >= 0`` and the other branch picks the rows ``arange * stride`` apart by an index
+    vector (a gather of rows straight into L1, a scatter of rows for the store) -- before, that
+    branch moved a pointer block element by element, held whole in UB: at 128x128x32 the kernel
+    needed 198656 bytes of UB and did not compile.  ``flip``: A's and C's rows go backwards
+    (stride -K, -N from their last rows: row i of the product still lands in row i), so the launch
+    runs the gathers; else the tile transfers."""
+    M, N, K, BM, BN, BK = 256, 256, 64, 128, 128, 32
+    rng = np.random.default_rng(7)
+    a = (rng.random((M, K)) - 0.5).astype(np.float16)
+    b = (rng.random((K, N)) - 0.5).astype(np.float16)
+    c = np.full((M, N), 3.0, np.float16)
+    lds = np.array([-K, N, -N, (M - 1) * K, (M - 1) * N] if flip else [K, N, N, 0, 0], np.int32)
+    h = _loaded_strides_matmul[(M // BM, N // BN)](a, b, c, lds, M, N, K, BM=BM, BN=BN, BK=BK)
+    ref = a.astype(np.float32) @ b.astype(np.float32)
+    np.testing.assert_allclose(c.astype(np.float32), ref, rtol=1e-2, atol=1e-2)
+    isa = h.asm["isa"]
+    assert "element-by-element" not in isa, isa
+    for line in ("mov.gm.l1.f16", "gather.gm.l1.f16", "scatter.ub.gm.f16"):
+        assert line in isa, line
+    if flip:    # the cube's operands came by the gathers: as many rows as the tiles have, per K step
+        assert h.stats.bytes_by_path["gm->l1"] == (M // BM) * (N // BN) * (BM * K + K * BN) * 2

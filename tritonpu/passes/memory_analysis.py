@@ -7,8 +7,10 @@ Guarantees: a ``load``/``store`` of a rank-1, rank-2 or rank-3 block whose point
 per-dimension bounds (``i_d * k + c' < n`` and its ``<=``/``>``/``>=`` forms, ``k`` a positive
 constant, or uniform conditions) is replaced by ``load_tile``/``store_tile`` with the base pointer
 ``p + c``, the strides ``s_d`` (none negative: a stride computed at run time is >= 0 by its
-arithmetic, or by the launch's arguments -- a guard -- or else by a check in the program, whose
-other branch keeps the op) and the valid extents ``clamp(bound_d, 0, size_d)`` computed by
+arithmetic, or by the launch's arguments -- a guard -- or else by a check in the program; that
+check's other branch, and a launch whose arguments make the stride negative, pick the rows
+(columns) ``arange * s_d`` apart by an index vector -- a gather or scatter of rows, each row
+contiguous, or a gather of columns -- and keep the op only when neither fits) and the valid extents ``clamp(bound_d, 0, size_d)`` computed by
 scalar ops inserted before it; ``other`` becomes the tile's fill value when it is uniform (else a
 ``select`` after the load).  A rank-2 access whose offsets add a data-dependent per-row term
 (``idx[:, None] * D + cols[None, :]``, an embedding lookup) with contiguous columns becomes
@@ -156,8 +158,9 @@ class MemoryAnalysis(Pass):
         return ops
 
     def _wrapped(self, op: Op, has_value: bool):
-        """(ops, value) for where ``(c + arange) % m`` offsets wrap around: the wrapped offsets as
-        an index vector (a gather of rows or columns), else the original op."""
+        """(ops, value) for where the structured form's assumptions fail: ``(c + arange) % m``
+        offsets that wrap around as an index vector, rows (columns) a run-time stride of either
+        sign apart as ``arange * stride`` (a gather of rows or columns), else the original op."""
         data = self._analyzer(op, wrap_as_data=True)
         res = self._rewrite_fast(op, data.b, data)
         return res if res is not None and not data.assumptions else ([op], op.result if has_value else None)
@@ -201,6 +204,8 @@ class MemoryAnalysis(Pass):
         an = Analyzer(Builder(op), self.loops, wrap_as_data, wrap_as_cut)
         an.inductions = self.inductions
         an.fn = self.fn
+        # a run-time stride of unknown sign: a gather (the other branch's form) instead of an assumption
+        an.signed_as_index = wrap_as_data
         return an
 
     def _rewrite_fast(self, op: Op, b: "Builder", an: "Analyzer"):
@@ -223,16 +228,30 @@ class MemoryAnalysis(Pass):
             an.cut = off.cut
         if any(isinstance(st, int) and st < 0 for st in off.strides):
             return None         # descending addresses: transfers move ascending segments only
-        for st in off.strides:  # a stride computed at run time: >= 0, else the element path
+        signed = []             # dimensions whose stride's sign is known at run time only
+        for d, st in enumerate(off.strides):    # a stride computed at run time: >= 0, else a gather
             if isinstance(st, int) or not for_a_launch() or nonneg(st, self.loops, args=an._arg_nonneg):
                 continue        # (IR text compiled for no launch -- `tritonpu opt` -- takes it as it is)
             scratch = Builder(op)       # (decided at compile time: these ops are not inserted)
             ge = scratch.cmp(st, 0, "ge")
             known = decide(self.fn, b.ops + scratch.ops, ge)
-            if known is False:
-                return None
-            if known is None:
+            if known is None and not an.signed_as_index:
                 an.assumptions.append(b.cmp(st, 0, "ge"))
+            elif known is not True:
+                signed.append(d)
+        if signed:
+            # the guarded access's other branch (or a stride known negative): rows (columns) one
+            # stride apart are rows picked by an index vector, ``arange * stride`` -- a gather, each
+            # row (column) a run of ascending addresses -- not a pointer block moved element by element
+            if len(shape) != 2 or len(signed) != 1 or an.row_mask is not None or off.cut or \
+                    (off.coldata if signed[0] == 0 else off.rowdata) is not None:
+                return None
+            valids = [b.value(an.clamp(bd, n)) for bd, n in zip(bounds, shape)]
+            if not (isinstance(off.c, int) and off.c == 0):
+                base = b.op("addptr", [base, b.value(off.c)], base.type)
+            if signed[0] == 0:
+                return self._rows(op, b, base, off, bounds, valids, is_load)
+            return self._cols(op, b, base, off, bounds, valids, is_load)
         valids = [b.value(an.clamp(bd, n)) for bd, n in zip(bounds, shape)]
         if not (isinstance(off.c, int) and off.c == 0):
             base = b.op("addptr", [base, b.value(off.c)], base.type)
