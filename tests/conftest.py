@@ -17,16 +17,14 @@ import sys
 
 import pytest
 
-sys.path.insert(0, os.path.dirname(__file__))  # tests/tpu_util.py
+sys.path.insert(0, os.path.dirname(__file__))  # tests/tpu_util.py, imported by the tests
 
-import tpu_util  # noqa: E402
 from tritonpu.ir import parse_function, print_function, verify  # noqa: E402
 from tritonpu.runtime import hooks  # noqa: E402
 
 
 def _roundtrip_listener(jitfn, kernel):
     text = kernel.asm["ir"]
-    tpu_util.COMPILED_IR.append((kernel.name, text))
     fn = parse_function(text)
     verify(fn)
     again = print_function(fn)

@@ -15,7 +15,6 @@ import tritonpu.language as tl
 
 bf16 = np.dtype(ml_dtypes.bfloat16)
 
-COMPILED_IR: list[tuple[str, str]] = []   # (kernel name, IR text) of every kernel compiled this session (conftest)
 
 TOL = {
     np.dtype(np.float64): (1e-12, 1e-12),
