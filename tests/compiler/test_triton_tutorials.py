@@ -1,7 +1,8 @@
 """Kernels written the way Triton's tutorials write them (``import tritonpu as triton``), run on the
 NPU backend against numpy: grouped-ordering matmul with autotune configs, ``% M`` wrapped offsets
 and a jitted activation; the persistent fused softmax with ``tl.range(..., num_stages=)``; the
-fused layer-norm forward with fp16 inputs and three passes over the row."""
+fused layer-norm forward with fp16 inputs and three passes over the row; the grouped GEMM (tutorial
+08), its problems at offsets into one array each."""
 import re
 
 import numpy as np
@@ -398,3 +399,82 @@ def test_the_versions_of_a_wrapped_k_loop_share_their_zeros_in_l0c(M, N):
     np.testing.assert_allclose(c.astype(np.float32), (a.astype(np.float32) @ b.astype(np.float32)) * s[:, None],
                                rtol=2e-2, atol=2e-2)
     assert not re.search(r"= splat %\w+ \{ub = \d+\} : tensor<128x256xf32>", h.asm["buffer-planning"])
+
+
+@triton.jit
+def grouped_matmul_kernel(a_all, b_all, c_all, group_offs, group_gemm_sizes, g_lds, group_size,
+                          NUM_SM: tl.constexpr, BLOCK_SIZE_M: tl.constexpr, BLOCK_SIZE_N: tl.constexpr,
+                          BLOCK_SIZE_K: tl.constexpr):
+    # Triton's grouped GEMM (tutorial 08) as written, except that each problem's matrices are at
+    # offsets into one array each (the tutorial loads raw addresses and casts them to pointers)
+    tile_idx = tl.program_id(0)
+    last_problem_end = 0
+    for g in range(group_size):
+        gm = tl.load(group_gemm_sizes + g * 3)
+        gn = tl.load(group_gemm_sizes + g * 3 + 1)
+        gk = tl.load(group_gemm_sizes + g * 3 + 2)
+        num_m_tiles = tl.cdiv(gm, BLOCK_SIZE_M)
+        num_n_tiles = tl.cdiv(gn, BLOCK_SIZE_N)
+        num_tiles = num_m_tiles * num_n_tiles
+        while (tile_idx >= last_problem_end and tile_idx < last_problem_end + num_tiles):
+            k = gk
+            lda = tl.load(g_lds + g * 3)
+            ldb = tl.load(g_lds + g * 3 + 1)
+            ldc = tl.load(g_lds + g * 3 + 2)
+            a_ptr = a_all + tl.load(group_offs + g * 3)
+            b_ptr = b_all + tl.load(group_offs + g * 3 + 1)
+            c_ptr = c_all + tl.load(group_offs + g * 3 + 2)
+            tile_idx_in_gemm = tile_idx - last_problem_end
+            tile_m_idx = tile_idx_in_gemm // num_n_tiles
+            tile_n_idx = tile_idx_in_gemm % num_n_tiles
+            offs_am = tile_m_idx * BLOCK_SIZE_M + tl.arange(0, BLOCK_SIZE_M)
+            offs_bn = tile_n_idx * BLOCK_SIZE_N + tl.arange(0, BLOCK_SIZE_N)
+            offs_k = tl.arange(0, BLOCK_SIZE_K)
+            a_ptrs = a_ptr + offs_am[:, None] * lda + offs_k[None, :]
+            b_ptrs = b_ptr + offs_k[:, None] * ldb + offs_bn[None, :]
+            accumulator = tl.zeros((BLOCK_SIZE_M, BLOCK_SIZE_N), dtype=tl.float32)
+            for kk in range(0, tl.cdiv(k, BLOCK_SIZE_K)):
+                tl.multiple_of(a_ptrs, [16, 16])
+                tl.multiple_of(b_ptrs, [16, 16])
+                a = tl.load(a_ptrs)
+                b = tl.load(b_ptrs)
+                accumulator += tl.dot(a, b)
+                a_ptrs += BLOCK_SIZE_K
+                b_ptrs += BLOCK_SIZE_K * ldb
+            c = accumulator.to(tl.float16)
+            offs_cm = tile_m_idx * BLOCK_SIZE_M + tl.arange(0, BLOCK_SIZE_M)
+            offs_cn = tile_n_idx * BLOCK_SIZE_N + tl.arange(0, BLOCK_SIZE_N)
+            c_ptrs = c_ptr + ldc * offs_cm[:, None] + offs_cn[None, :]
+            tl.store(c_ptrs, c)
+            tile_idx += NUM_SM
+        last_problem_end = last_problem_end + num_tiles
+
+
+@pytest.mark.parametrize("config", [(128, 128, 32), (64, 64, 32)], ids=lambda c: "x".join(map(str, c)))
+def test_tutorial_grouped_gemm(config):
+    """Four problems of different shapes (leading dimensions read from memory: their sign unknown to
+    the compiler) on NUM_SM persistent programs, at the tutorial's 128x128x32 (before session 34:
+    198656 bytes of UB, the strides' other branch moved its pointer blocks element by element)."""
+    BM, BN, BK = config
+    sizes = [(256, 256, 256), (512, 256, 128), (128, 512, 256), (256, 128, 512)]
+    rng = np.random.default_rng(8)
+    A = [(rng.random((m, k)) - 0.5).astype(np.float16) for m, n, k in sizes]
+    B = [(rng.random((k, n)) - 0.5).astype(np.float16) for m, n, k in sizes]
+    a_all = np.concatenate([x.ravel() for x in A])
+    b_all = np.concatenate([x.ravel() for x in B])
+    c_all = np.zeros(sum(m * n for m, n, k in sizes), np.float16)
+    offs, at = [], np.zeros(3, np.int64)
+    for m, n, k in sizes:
+        offs += list(at)
+        at += (m * k, k * n, m * n)
+    NUM_SM = 24
+    h = grouped_matmul_kernel[(NUM_SM,)](a_all, b_all, c_all, np.array(offs, np.int32),
+                                         np.array([x for s in sizes for x in s], np.int32),
+                                         np.array([x for m, n, k in sizes for x in (k, n, n)], np.int32), len(sizes),
+                                         NUM_SM=NUM_SM, BLOCK_SIZE_M=BM, BLOCK_SIZE_N=BN, BLOCK_SIZE_K=BK)
+    at = 0
+    for (m, n, k), a, b in zip(sizes, A, B):
+        ref = a.astype(np.float32) @ b.astype(np.float32)
+        np.testing.assert_allclose(c_all[at:at + m * n].reshape(m, n).astype(np.float32), ref, rtol=1e-2, atol=1e-2)
+        at += m * n
+    assert "element-by-element" not in h.asm["isa"]
