@@ -425,7 +425,7 @@ class _Pass:
                 # records the run issues: a record is its latest instance, and what src knew of
                 # an earlier instance, e.g. the outer loop's previous trip's, does not carry
                 # over; found when drains pending at the run made a set go there more often)
-                before[(src, at)] = (entry.known(src), None) if not early else (seg.known[at] or set(), at) \
+                before[(src, at)] = (entry.known(src), None) if not early else (seg.known_at(at) or set(), at) \
                     if at >= 0 and seg.whole[at].pipe == src else (seg.start_known.get(src, frozenset()), -1)
             pre, cut = before[(src, at)]
             keys.setdefault((src, dst, ev), set()).update(

@@ -2,6 +2,8 @@
 where each ``set_flag`` goes, which event id it takes, and the loop-carried pairs' first sets."""
 from __future__ import annotations
 
+from itertools import islice
+
 from tritonpu.isa import PIPES
 
 from .asmlist import Instr
@@ -24,8 +26,8 @@ class Segment:
         self.instrs: list[Instr] = []
         self.before: list[list[Instr]] = []         # syncs inserted before instruction i
         self.after: list[list[Instr]] = []          # set_flags inserted after instruction i
-        # known(pipe of i) right after issuing i -- for instructions with records only (a flag is
-        # only ever set after one of those); None for the others
+        # known(pipe of i) right after issuing i, see known_at -- for instructions with records
+        # only (a flag is only ever set after one of those); None for the others
         self.known: list = []
         self.issued: dict = {}                      # record key -> position issued in this run
         self.base = 0                               # run positions are segment positions
@@ -70,7 +72,18 @@ class Segment:
             self.issued[key] = i
         st.issue(ins, recs)
         self.p.forget(recs)
-        self.known.append(st.known(ins.pipe) if recs else None)
+        self.known.append((len(st.recs), frozenset(st.unord[ins.pipe])) if recs else None)
+
+    def known_at(self, k: int):
+        """``known(pipe)`` for instruction k's pipe right after it was issued (None for one without
+        records): kept as how many records there were and the keys not yet ordered before that
+        pipe -- the records only grow, in order -- not as a set of every record per instruction
+        (a 1024-element tl.sort: 11875 such sets of ~5500 records, 3.9 s of its compile)."""
+        snap = self.known[k]
+        if snap is None:
+            return None
+        n, unord = snap
+        return {key for key in islice(self.st.recs, n) if key not in unord}
 
     def _plan(self, src: str, need: set, i: int):
         """(src, set position k or None for adjacent, event, keys the flag carries)."""
@@ -80,7 +93,7 @@ class Segment:
             ev = self._free(src, k, i)
             if ev is not None:
                 later = {key for key, pos in self.issued.items() if pos > k}
-                return src, k, ev, self.known[k] - later
+                return src, k, ev, self.known_at(k) - later
         elif self.run is not None:
             carried = self._carried_plan(src, need, i)
             if carried is not None:
@@ -236,7 +249,7 @@ class Segment:
                 if whole_pos is None:
                     whole_pos = {id(x): n for n, x in enumerate(self.whole)}
                 later = self.later
-                known = frozenset(k for k in self.known[j]
+                known = frozenset(k for k in self.known_at(j)
                                   if not (whole_pos.get(k[0], -1) > j or k[0] in later))
             for c in self.carried_sets.get(self.base + j, ()):
                 src, dst, ev = flag_of(c)
