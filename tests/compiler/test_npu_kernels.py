@@ -332,7 +332,7 @@ def test_dot_operands_with_strides_loaded_from_memory(flip):
     by ``stride >= 0`` and the other branch picks the rows ``arange * stride`` apart by an index
     vector (a gather of rows straight into L1, a scatter of rows for the store) -- before, that
     branch moved a pointer block element by element, held whole in UB: at 128x128x32 the kernel
-    needed 198656 bytes of UB and did not compile.  ``flip``: A's and C's rows go backwards
+    needed 213504 bytes of UB and did not compile.  ``flip``: A's and C's rows go backwards
     (stride -K, -N from their last rows: row i of the product still lands in row i), so the launch
     runs the gathers; else the tile transfers."""
     M, N, K, BM, BN, BK = 256, 256, 64, 128, 128, 32

@@ -239,22 +239,19 @@ class MemoryAnalysis(Pass):
                 an.assumptions.append(b.cmp(st, 0, "ge"))
             elif known is not True:
                 signed.append(d)
+        if signed and (len(shape) != 2 or len(signed) != 1 or an.row_mask is not None or off.cut or
+                       (off.coldata if signed[0] == 0 else off.rowdata) is not None):
+            return None
+        valids = [b.value(an.clamp(bd, n)) for bd, n in zip(bounds, shape)]
+        if not (isinstance(off.c, int) and off.c == 0):
+            base = b.op("addptr", [base, b.value(off.c)], base.type)
         if signed:
             # the guarded access's other branch (or a stride known negative): rows (columns) one
             # stride apart are rows picked by an index vector, ``arange * stride`` -- a gather, each
             # row (column) a run of ascending addresses -- not a pointer block moved element by element
-            if len(shape) != 2 or len(signed) != 1 or an.row_mask is not None or off.cut or \
-                    (off.coldata if signed[0] == 0 else off.rowdata) is not None:
-                return None
-            valids = [b.value(an.clamp(bd, n)) for bd, n in zip(bounds, shape)]
-            if not (isinstance(off.c, int) and off.c == 0):
-                base = b.op("addptr", [base, b.value(off.c)], base.type)
             if signed[0] == 0:
                 return self._rows(op, b, base, off, bounds, valids, is_load)
             return self._cols(op, b, base, off, bounds, valids, is_load)
-        valids = [b.value(an.clamp(bd, n)) for bd, n in zip(bounds, shape)]
-        if not (isinstance(off.c, int) and off.c == 0):
-            base = b.op("addptr", [base, b.value(off.c)], base.type)
         if an.row_mask is not None:
             # a mask of data per row: a gather (scatter) of rows applies it, the rows picked by data
             # or one stride apart
