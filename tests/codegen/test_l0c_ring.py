@@ -221,8 +221,8 @@ def test_an_epilogue_on_the_vector_unit_between_programs():
 def test_disable_passes_names_the_ring():
     from tritonpu.codegen.pipeline import OPTIONAL_PASSES, codegen_passes_for
     assert "l0c-ring" in OPTIONAL_PASSES
-    assert codegen_passes_for({"disable_passes": ("l0c-ring",)}) == []
-    assert codegen_passes_for({}) == ["l0c-ring"]
+    assert codegen_passes_for({"disable_passes": ("l0c-ring",)}) == ["l0c-halves"]
+    assert codegen_passes_for({}) == ["l0c-ring", "l0c-halves"]
 
 
 # ---- soundness on random programs ---------------------------------------------------------------

@@ -392,7 +392,7 @@ def k_ok(x_ptr, n, BLOCK: tl.constexpr):
     ((F32, 3), {"BLOCK": 16, "disable_passes": ("fusoin",)},      # was ignored: the same cycles as no option
      "disable_passes: 'fusoin' is not a pass that can be left out (did you mean 'fusion'?); choose from "
      "canonicalize, unflatten, memory-analysis, cse, trip-extents, fusion, unswitch, persistent, balance, versioning, hoist, stagger, "
-     "panel-reuse, double-buffer, l0c-ring"),
+     "panel-reuse, double-buffer, l0c-ring, l0c-halves"),
     ((F32, 3), {"BLOCK": 16, "disable_passes": 3}, "disable_passes= takes a pass name or a list of them, got 3"),
 ])
 def test_launch_error(args, kwargs, message):

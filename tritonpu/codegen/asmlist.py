@@ -12,6 +12,7 @@ instruction in program order and operands are read at issue.
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 GM_WHOLE = (0, 1 << 62)
@@ -147,6 +148,34 @@ def walk(nodes):
             yield from walk(n.before)
             yield from walk(n.test)
             yield from walk(n.after)
+
+
+def instrs(nodes, heads=False) -> list:
+    """The instructions in ``nodes`` (with ``heads``: loop heads, branch tests and guards too)."""
+    out = []
+    for n in nodes:
+        if isinstance(n, Guarded):
+            out += ([n] if heads else []) + instrs(n.body, heads)
+        elif isinstance(n, Instr):
+            out.append(n)
+        elif isinstance(n, Loop):
+            out += ([n.head] if heads else []) + instrs(n.body, heads)
+        elif isinstance(n, If):
+            out += (n.test if heads else []) + instrs(n.then, heads) + instrs(n.orelse, heads)
+        elif isinstance(n, While):
+            out += instrs(n.before, heads) + (n.test if heads else []) + instrs(n.after, heads)
+    return out
+
+
+REGISTERS = 64          # s0 .. s63
+_REG = re.compile(r"\bs(\d+)\b")
+
+
+def free_registers(nodes) -> list[str]:
+    """The scalar registers no instruction of ``nodes`` names (loop heads, tests and guards
+    included), lowest first."""
+    used = {int(m.group(1)) for i in instrs(nodes, heads=True) for m in _REG.finditer(i.text)}
+    return [f"s{r}" for r in range(REGISTERS) if r not in used]
 
 
 def render(nodes, indent: str = "    ") -> list[str]:

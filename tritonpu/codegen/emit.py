@@ -69,6 +69,11 @@ class Emitter(ScalarEmitter, VectorEmitter, MemoryEmitter, CubeEmitter):
         self.params: list[str] = []
         self.prologue: list = []        # instructions run once at the kernel's start (constant rows)
         self.reserved_top = self.ub_cap  # UB reserved from the top for kernel-wide constants
+        # an L0C accumulator issued by row halves (emit_cube._l0c_halves): its zeroing products and
+        # its FIX drains, for codegen/l0c_halves.py
+        self.l0c_halves = True          # the stage l0c-halves runs (pipeline.py)
+        self.half_zeros: list = []
+        self.half_drains: list = []
 
     # ---- entry ---------------------------------------------------------------------------------------
     def run(self) -> tuple[list[str], list]:

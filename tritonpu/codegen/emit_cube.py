@@ -18,7 +18,7 @@ from __future__ import annotations
 from tritonpu.codegen.asmlist import Access, panel_access
 from tritonpu.codegen.homes import L0C, NOWHERE, const_value, panel_tile_of
 from tritonpu.codegen.emit_memory import panel_operand
-from tritonpu.codegen.values import Tile, asm_type
+from tritonpu.codegen.values import Imm, Tile, asm_type
 
 _K0_BYTES = 32
 # L0A/L0B slots consecutive products take turns over, at most (two when their tiles fill half)
@@ -285,17 +285,34 @@ class CubeEmitter:
         self.emit(f"mov.l1.{space}{suffix} {space}[{base}], l1[{src}], {nseg}, {seg}, {stride}, {dst_stride}{extra}",
                   "MTE1", [Access("l1", src, src + (nseg - 1) * stride + seg)], [Access(space, base, base + nbytes)])
 
+    def _l0c_halves(self, M: int, row_bytes: int) -> list:
+        """[(first row, rows)] of an L0C tile of ``M`` rows ``row_bytes`` apart: its two row halves
+        when it takes more than half of L0C (no second accumulator fits beside it, so the next
+        program's products wait for its drain: issued by halves, FIX drains one half while the
+        cube still writes, or already rewrites, the other), else the whole tile."""
+        if not self.l0c_halves or M * row_bytes <= self.m.capacity["l0c"] // 2 or M < 32:
+            return [(0, M)]
+        h = _ceil_to(M // 2, 16)
+        return [(0, h), (h, M - h)]
+
     def _mmad(self, c: Tile, tacc, tin, M, K, N, np_, init: int, row_stride=None) -> None:
         es = _esize(tin)
         kp = _ceil_to(K, _K0_BYTES // es)
-        cacc = Access("l0c", c.addr, c.addr + M * np_ * 4)
+        rs = row_stride or _ceil_to(N, 16)
         base = getattr(self, "_l0_base", None) or {"l0a": 0, "l0b": 0}
-        ba, bb = base["l0a"], base["l0b"]
-        reads = [Access("l0a", ba, ba + M * kp * es), Access("l0b", bb, bb + kp * _ceil_to(N, 16) * es)] if K else []
-        if not init:
-            reads.append(cacc)
-        cop = f"l0c[{c.addr}, {row_stride}]" if row_stride and row_stride != _ceil_to(N, 16) else f"l0c[{c.addr}]"
-        self.emit(f"mmad.{tacc}.{tin} {cop}, l0a[{ba}], l0b[{bb}], {M}, {K}, {N}, init={init}", "M", reads, [cacc])
+        for r0, mm in self._l0c_halves(M, rs * 4):
+            at = c.addr + r0 * rs * 4
+            cacc = Access("l0c", at, at + mm * rs * 4)
+            ba, bb = base["l0a"] + r0 * kp * es, base["l0b"]
+            reads = [Access("l0a", ba, ba + mm * kp * es), Access("l0b", bb, bb + kp * _ceil_to(N, 16) * es)] \
+                if K else []
+            if not init:
+                reads.append(cacc)
+            cop = f"l0c[{at}, {rs}]" if rs != _ceil_to(N, 16) else f"l0c[{at}]"
+            ins = self.emit(f"mmad.{tacc}.{tin} {cop}, l0a[{ba}], l0b[{bb}], {mm}, {K}, {N}, init={init}", "M",
+                            reads, [cacc])
+            if r0 and not K and init == 1:      # (the first half's zeroing waits for its drain only)
+                self.half_zeros.append(ins)
 
     def zero_l0c(self, c: Tile, dot) -> None:
         """Zero an L0C accumulator: an initialising product over k = 0."""
@@ -304,12 +321,42 @@ class CubeEmitter:
 
     def store_l0c(self, c: Tile, out_dtype: str, param: str, base, rows, cols, row_bytes, mode="") -> None:
         """FIX: ``rows`` x ``cols`` of L0C (rows padded to 16) straight to GM at ``param[base]``,
-        rows ``row_bytes`` apart, converting to ``out_dtype`` (``mode``: ``, atomic=add``: added into GM)."""
+        rows ``row_bytes`` apart, converting to ``out_dtype`` (``mode``: ``, atomic=add``: added into GM);
+        by the row halves the products wrote (``_l0c_halves``)."""
         M, N = c.shape
         np_ = _ceil_to(N, 16)
-        self.emit(f"mov.l0c.gm.{out_dtype}.{c.dtype} {param}[{base}], l0c[{c.addr}], {rows}, "
-                  f"{self.mul_imm(cols, 4)}, {np_ * 4}, {row_bytes}{mode}", "FIX",
-                  [Access("l0c", c.addr, c.addr + M * np_ * 4)], [Access.gm(param)])
+        parts = self._l0c_halves(M, np_ * 4)
+        for r0, mm in parts:
+            at = c.addr + r0 * np_ * 4
+            n = rows if len(parts) == 1 else self._rows_past(rows, r0, mm)
+            gm = base if r0 == 0 else self._row_at(base, r0, row_bytes)
+            ins = self.emit(f"mov.l0c.gm.{out_dtype}.{c.dtype} {param}[{gm}], l0c[{at}], {n}, "
+                      f"{self.mul_imm(cols, 4)}, {np_ * 4}, {row_bytes}{mode}", "FIX",
+                      [Access("l0c", at, at + mm * np_ * 4)], [Access.gm(param)])
+            if len(parts) > 1:
+                self.half_drains.append(ins)
+
+    def _rows_past(self, rows, r0: int, most: int):
+        """``min(max(rows - r0, 0), most)`` as an operand: how many of ``rows`` valid rows are rows
+        ``r0 .. r0 + most`` of a tile."""
+        if isinstance(rows, Imm):
+            return Imm(min(max(int(rows.value) - r0, 0), most))
+        r = self.temp_reg()
+        if r0:
+            self.emit(f"sub {r}, {rows}, {r0}", "S")
+            self.emit(f"max {r}, {r}, 0", "S")
+            rows = r
+        self.emit(f"min {r}, {rows}, {most}", "S")
+        return r
+
+    def _row_at(self, base, r0: int, row_bytes):
+        """``base + r0 * row_bytes`` as an operand (the byte offset of row ``r0``)."""
+        off = self.mul_imm(row_bytes, r0)
+        if isinstance(base, Imm) and isinstance(off, Imm):
+            return Imm(int(base.value) + int(off.value))
+        r = self.temp_reg()
+        self.emit(f"add {r}, {base}, {off}", "S")
+        return r
 
     def drain_l0c(self, c: Tile, dst: Tile, scale=None) -> None:
         """FIX: L0C (rows padded to 16) -> a dense UB tile, converting to dst's type (multiplying

@@ -30,22 +30,20 @@ from __future__ import annotations
 
 import re
 
-from .asmlist import Access, Fence, Guarded, If, Instr, Loop, While
+from .asmlist import Access, Fence, If, Instr, Loop, While, free_registers, instrs
 
 _L0C_OPERAND = re.compile(r"\bl0c\[([^\],]*)")
-_REG = re.compile(r"\bs(\d+)\b")
 RING_SPACE = "l0c:ring"
-REGISTERS = 64          # s0 .. s63
 
 
 def ring_l0c(nodes: list, capacity: int, align: int) -> bool:
     """Apply the ring to the persistent loop among ``nodes`` (top level); True when it did."""
     k = next((i for i, n in enumerate(nodes) if isinstance(n, Loop) and n.programs), None)
-    if k is None or any(_instrs([n]) for n in nodes[k + 1:]):
+    if k is None or any(instrs([n]) for n in nodes[k + 1:]):
         return False
     loop = nodes[k]
     half = capacity // 2 // align * align
-    body = _instrs(loop.body)
+    body = instrs(loop.body)
     l0c = [i for i in body if any(a.space == "l0c" for a in i.reads + i.writes)]
     on = {id(i): i.pipe for i in l0c}           # (by identity: equal texts are distinct instructions)
     if not l0c or any(a.space == "l0c" and a.hi > half for i in l0c for a in i.reads + i.writes):
@@ -59,11 +57,10 @@ def ring_l0c(nodes: list, capacity: int, align: int) -> bool:
     fences = _fences(loop.body, on)
     if fences is None:
         return False
-    used = {int(m.group(1)) for n in nodes for i in _instrs([n], heads=True) for m in _REG.finditer(i.text)}
-    free = [r for r in range(REGISTERS) if r not in used]
+    free = free_registers(nodes)
     if not free:
         return False
-    reg = f"s{free[0]}"
+    reg = free[0]
     for i in l0c:
         i.text = _L0C_OPERAND.sub(lambda m: f"l0c[{reg}+{m.group(1)}", i.text)
         if i.pipe != "M":
@@ -111,7 +108,7 @@ def _fences(nodes: list, on: dict):
     cube (M) access of L0C on that path and before every other pipe's; None when there is no such
     place (a loop holding both, or cube work after the drain)."""
     def has(ns, cube):
-        return any((on.get(id(i)) == "M") == cube for i in _instrs(ns) if id(i) in on)
+        return any((on.get(id(i)) == "M") == cube for i in instrs(ns) if id(i) in on)
     j = next((j for j, n in enumerate(nodes) if has([n], False)), len(nodes))
     if has(nodes[j + 1:], True):
         return None
@@ -122,20 +119,3 @@ def _fences(nodes: list, on: dict):
         return None
     then, orelse = _fences(n.then, on), _fences(n.orelse, on)
     return None if then is None or orelse is None else then + orelse
-
-
-def _instrs(nodes, heads=False) -> list:
-    """The instructions in ``nodes`` (with ``heads``: loop heads, branch tests and guards too)."""
-    out = []
-    for n in nodes:
-        if isinstance(n, Guarded):
-            out += ([n] if heads else []) + _instrs(n.body, heads)
-        elif isinstance(n, Instr):
-            out.append(n)
-        elif isinstance(n, Loop):
-            out += ([n.head] if heads else []) + _instrs(n.body, heads)
-        elif isinstance(n, If):
-            out += (n.test if heads else []) + _instrs(n.then, heads) + _instrs(n.orelse, heads)
-        elif isinstance(n, While):
-            out += _instrs(n.before, heads) + (n.test if heads else []) + _instrs(n.after, heads)
-    return out

@@ -17,6 +17,7 @@ from numpy import may_share_memory
 from tritonpu.codegen.asmlist import Instr, Loop, panel_reserved, render
 from tritonpu.codegen.emit import Emitter
 from tritonpu.codegen.homes import L0C_ACCUMULATORS, REUSE_LOADED, SCALED_IN_L0C
+from tritonpu.codegen.l0c_halves import by_halves
 from tritonpu.codegen.l0c_ring import ring_l0c
 from tritonpu.codegen.sync import insert_sync
 from tritonpu.errors import CompilationError, ExecutionError, LaunchError
@@ -33,7 +34,7 @@ NPU_PIPELINE = ["canonicalize", "unflatten", "memory-analysis", "cse", "trip-ext
                 "epilogue-rows", "element-rows", "persistent", "balance",
                 "versioning", "hoist", "stagger", "panel-reuse", "double-buffer", "cleanup", "buffer-planning"]
 # The optional stages after ISA emission (each a file in tritonpu/codegen/), before sync insertion.
-CODEGEN_PASSES = ("l0c-ring",)
+CODEGEN_PASSES = ("l0c-ring", "l0c-halves")
 # A cap on a pipelined loop's buffers per load, while compiling again because the scalar registers
 # ran out (see _with_fewer_registers); None: the passes choose.
 REGISTER_STAGES = contextvars.ContextVar("register_stages", default=None)
@@ -155,6 +156,7 @@ def _compile_npu(ir_text: str, options, print_after) -> NpuKernel:
     out.persistent = bool(fn.attrs.get("persistent"))
     out.program_order = fn.__dict__.get("program_order")
     em = Emitter(fn)
+    em.l0c_halves = "l0c-halves" in codegen_passes_for(options)
     try:
         header, nodes = em.run()
     except CompilationError as e:
@@ -226,6 +228,7 @@ def _compile_npu(ir_text: str, options, print_after) -> NpuKernel:
     # from one program into the next are synced exactly like loop-carried ones.
     if "l0c-ring" in codegen_passes_for(options):
         out.l0c_ring = ring_l0c(nodes, em.m.capacity["l0c"], em.m.align["l0c"])
+    by_halves(nodes, em.half_zeros, em.half_drains)     # (none recorded without l0c-halves)
     program_loop = Loop(Instr("for s63, 0, 1, 1", "S"), nodes, carry_flags=False)
     # (panel fills in no branch of their own: the program keeps their event ids, see op_if)
     report = insert_sync([program_loop], reserved=panel_reserved(em.panel_events))
