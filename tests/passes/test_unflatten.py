@@ -1,5 +1,6 @@
 """A flat loop whose counter cycles through a period as two loops (passes/unflatten.py): Triton's
 persistent matmul (tutorial 09 of Triton 3.0, triton-ascend's sample)."""
+import re
 import sys
 from pathlib import Path
 
@@ -148,3 +149,22 @@ def test_without_the_launch_values_the_loop_stays_flat():
     fn = parse_function(h.asm["ir"])
     PassManager(["canonicalize", "unflatten"]).run(fn)
     assert str(fn).count("= for") == 1
+
+
+def test_a_launch_at_another_shape_asks_the_guard_again():
+    """The guard "k_tiles >= 1" keeps copies of the ops it reads: a later pass gave one of the
+    function's ops an equal constant from elsewhere, and the next launch at another shape, asking
+    the guard, failed with an internal KeyError (before session 35)."""
+    for M, N, K in [(300, 500, 200), (256, 256, 64), (64, 64, 0)]:
+        rng = np.random.default_rng(M)
+        a = (rng.random((M, K)) - 0.5).astype(np.float16)
+        b = (rng.random((K, N)) - 0.5).astype(np.float16)
+        c = np.full((M, N), 7, np.float16)
+        h = persistent_matmul[(3,)](a, b, c, M, N, K, K, 1, N, 1, N, 1, BLOCK_SIZE_M=64, BLOCK_SIZE_N=64,
+                                    BLOCK_SIZE_K=32, GROUP_SIZE_M=8, NUM_SMS=3, cores=3,
+                                    disable_passes=("grid-stride",))
+        # (K = 0: the flat loop runs no trip, as in Triton: nothing is stored)
+        want = a.astype(np.float32) @ b.astype(np.float32) if K else np.full((M, N), 7, np.float32)
+        np.testing.assert_allclose(c.astype(np.float32), want, rtol=2e-2, atol=2e-2)
+        loops = [ln for ln in h.asm["unflatten"].splitlines() if re.search(r"(^|= )for ", ln.strip())]
+        assert len(loops) == (2 if K > 0 else 1)       # K = 0: no K step, the loop stays flat

@@ -31,7 +31,7 @@ from tritonpu.passes.specialize import launch_values
 
 # The passes the NPU path runs, in order (each is a file in tritonpu/passes/).
 NPU_PIPELINE = ["canonicalize", "unflatten", "memory-analysis", "cse", "trip-extents", "fusion", "unswitch", "dce", "tiling",
-                "epilogue-rows", "element-rows", "persistent", "balance",
+                "epilogue-rows", "element-rows", "persistent", "grid-stride", "balance",
                 "versioning", "hoist", "stagger", "panel-reuse", "double-buffer", "cleanup", "buffer-planning"]
 # The optional stages after ISA emission (each a file in tritonpu/codegen/), before sync insertion.
 CODEGEN_PASSES = ("l0c-ring", "l0c-halves")
@@ -39,7 +39,7 @@ CODEGEN_PASSES = ("l0c-ring", "l0c-halves")
 # ran out (see _with_fewer_registers); None: the passes choose.
 REGISTER_STAGES = contextvars.ContextVar("register_stages", default=None)
 # Passes a user may switch off (results must not change; tests check it).
-OPTIONAL_PASSES = ("canonicalize", "unflatten", "memory-analysis", "cse", "trip-extents", "fusion", "unswitch", "persistent", "balance", "versioning", "hoist",
+OPTIONAL_PASSES = ("canonicalize", "unflatten", "memory-analysis", "cse", "trip-extents", "fusion", "unswitch", "persistent", "grid-stride", "balance", "versioning", "hoist",
                    "stagger", "panel-reuse", "double-buffer") + CODEGEN_PASSES
 
 

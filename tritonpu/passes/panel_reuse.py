@@ -147,7 +147,8 @@ class PanelReuse(Pass):
         choice = program_runs.Choice.of(fn, P, [(c.chain, c.leaves) for c in cands[:MAX_CANDIDATES]])
         if choice is None:
             return None
-        choice.may_run = program_runs.independent(fn) and _same_work(cands, path)
+        # (not a kernel's own grid-stride loop: its trips stay on their program's core, see grid_stride.py)
+        choice.may_run = program_runs.independent(fn) and _same_work(cands, path) and not fn.attrs.get("grid_stride")
         choice.expected = choice.order(launch_scalars()) or program_runs.ROBIN
         record(choice)
         if choice.expected == program_runs.RUNS:

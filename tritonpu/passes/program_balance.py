@@ -125,7 +125,7 @@ class ProgramBalance(Pass):
         if not fn.attrs.get("persistent") or not for_a_launch():
             return
         P = next((o for o in fn.body.ops if is_program_loop(o)), None)
-        if P is None or fn.attrs.get("balanced") or not independent(fn):
+        if P is None or fn.attrs.get("balanced") or fn.attrs.get("grid_stride") or not independent(fn):
             return
         plan = self._plan(fn, P)
         if plan is None:

@@ -17,6 +17,7 @@ import numpy as np
 
 from tritonpu.ir import Function, Op, Value
 from tritonpu.ir import types as T
+from tritonpu.passes.rewrite import clone_op
 from tritonpu.ref.evaluator import EVAL
 
 _LAUNCH: ContextVar = ContextVar("tritonpu_launch_values", default=None)
@@ -159,7 +160,11 @@ def decide(fn: Function, extra: list, cond: Value):
     if sl is None:
         return None
     scalars, order, need_args = sl
-    guard = Guard(order, need_args, cond, False)
-    guard.expected = bool(_evaluate(order, cond, {k: scalars[n] for k, n in need_args.items()}))
+    # (copies: later passes change the function's ops -- CSE gives an operand another, equal
+    # value -- and the guard is asked again at other launches)
+    mapping: dict = {}
+    order = [clone_op(o, mapping) for o in order]
+    guard = Guard(order, need_args, mapping.get(id(cond), cond), False)
+    guard.expected = bool(_evaluate(order, guard.value, {k: scalars[n] for k, n in need_args.items()}))
     _LAUNCH.get()[1].append(guard)
     return guard.expected

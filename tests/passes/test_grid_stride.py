@@ -1,0 +1,133 @@
+"""Grid-stride loops as programs (passes/grid_stride.py): a kernel launched with one program per core
+that loops over its own tiles runs each tile as one of the core's programs -- the same tiles on the
+same core in the same order, so the bits are the same, and the passes across programs apply."""
+from __future__ import annotations
+
+import os
+import re
+import sys
+
+import numpy as np
+import pytest
+
+import tritonpu
+import tritonpu.language as tl
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "bench"))
+from cube import persistent_matmul  # noqa: E402
+
+
+@tritonpu.jit
+def matmul_tiles(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    # triton-ascend's usual form: grid = (number of cores,), a loop over the tiles a program owns
+    pid = tl.program_id(0)
+    num_n = tl.cdiv(N, BN)
+    for tile in range(pid, tl.cdiv(M, BM) * num_n, tl.num_programs(0)):
+        rm = (tile // num_n) * BM + tl.arange(0, BM)
+        rn = (tile % num_n) * BN + tl.arange(0, BN)
+        rk = tl.arange(0, BK)
+        acc = tl.zeros((BM, BN), dtype=tl.float32)
+        for k in range(0, K, BK):
+            a = tl.load(a_ptr + rm[:, None] * K + (k + rk)[None, :], mask=(rm[:, None] < M) & ((k + rk)[None, :] < K),
+                        other=0.0)
+            b = tl.load(b_ptr + (k + rk)[:, None] * N + rn[None, :], mask=((k + rk)[:, None] < K) & (rn[None, :] < N),
+                        other=0.0)
+            acc += tl.dot(a, b)
+        tl.store(c_ptr + rm[:, None] * N + rn[None, :], acc.to(tl.float16), mask=(rm[:, None] < M) & (rn[None, :] < N))
+
+
+@tritonpu.jit
+def add_blocks(x_ptr, y_ptr, o_ptr, n, BLOCK: tl.constexpr, NUM_CORES: tl.constexpr):
+    pid = tl.program_id(0)
+    for blk in range(pid, tl.cdiv(n, BLOCK), NUM_CORES):
+        offs = blk * BLOCK + tl.arange(0, BLOCK)
+        m = offs < n
+        tl.store(o_ptr + offs, tl.load(x_ptr + offs, mask=m) + tl.load(y_ptr + offs, mask=m), mask=m)
+
+
+@tritonpu.jit
+def tiles_and_owner(o_ptr, w_ptr, n, BLOCK: tl.constexpr):
+    # each tile also writes which program ran it: the body reads the program id itself
+    pid = tl.program_id(0)
+    for blk in range(pid, tl.cdiv(n, BLOCK), tl.num_programs(0)):
+        offs = blk * BLOCK + tl.arange(0, BLOCK)
+        tl.store(o_ptr + offs, offs.to(tl.float32), mask=offs < n)
+        tl.store(w_ptr + blk, pid)
+
+
+def _operands(M, N, K, seed=0):
+    rng = np.random.default_rng(seed)
+    return (rng.random((M, K)) - 0.5).astype(np.float16), (rng.random((K, N)) - 0.5).astype(np.float16)
+
+
+def _matmul(kernel, M, N, K, cores, grid=None, **opts):
+    a, b = _operands(M, N, K)
+    c = np.full((M, N), 7, np.float16)
+    if kernel is persistent_matmul:
+        h = kernel[(grid or cores,)](a, b, c, M, N, K, K, 1, N, 1, N, 1, BLOCK_SIZE_M=64, BLOCK_SIZE_N=64,
+                                     BLOCK_SIZE_K=32, GROUP_SIZE_M=8, NUM_SMS=grid or cores, cores=cores,
+                                     sanitize=True, **opts)
+    else:
+        h = kernel[(grid or cores,)](a, b, c, M, N, K, BM=64, BN=64, BK=32, cores=cores, sanitize=True, **opts)
+    np.testing.assert_allclose(c.astype(np.float32), a.astype(np.float32) @ b.astype(np.float32), rtol=2e-2,
+                               atol=2e-2)
+    return c, h
+
+
+@pytest.mark.parametrize("kernel", [matmul_tiles, persistent_matmul], ids=["range", "tutorial09"])
+@pytest.mark.parametrize("shape", [(300, 500, 200), (256, 256, 64)], ids=["ragged", "whole"])
+def test_tiles_become_programs_same_bits(kernel, shape):
+    """Both forms -- ``range(pid, tiles, num_programs)`` and Triton's persistent matmul (a counter
+    advanced by NUM_SMS, after unflatten) -- run their tiles as programs: the program loop's bound
+    is the tile count, no tile loop is left around the K loop, the bits are those without the pass,
+    and the programs' panels make it faster."""
+    M, N, K = shape
+    c, h = _matmul(kernel, M, N, K, cores=3)
+    off, h_off = _matmul(kernel, M, N, K, cores=3, disable_passes=("grid-stride",))
+    ir = h.asm["grid-stride"]
+    assert "grid_stride = true" in ir and "grid_stride = true" not in h_off.asm["persistent"]
+    loops = [ln.strip() for ln in ir.splitlines() if re.search(r"(^|= )for ", ln.strip())]
+    assert len(loops) == 2, loops           # the program loop and the K loop, nothing between
+    assert c.tobytes() == off.tobytes()
+    assert h.stats.cycles < h_off.stats.cycles
+
+
+def test_blocks_of_a_vector_kernel_same_bits():
+    n = 100_000
+    rng = np.random.default_rng(2)
+    x, y = rng.random(n).astype(np.float32), rng.random(n).astype(np.float32)
+    outs = []
+    for opts in ({}, {"disable_passes": ("grid-stride",)}):
+        o = np.zeros(n, np.float32)
+        h = add_blocks[(4,)](x, y, o, n, BLOCK=2048, NUM_CORES=4, cores=4, sanitize=True, **opts)
+        outs.append((o, h))
+    assert "grid_stride = true" in outs[0][1].asm["grid-stride"]
+    np.testing.assert_array_equal(outs[0][0], x + y)
+    assert outs[0][0].tobytes() == outs[1][0].tobytes()
+
+
+def test_a_grid_that_is_not_one_program_per_core_keeps_its_loop():
+    """20 programs on 24 cores: a tile moved to another core would change who runs what."""
+    c, h = _matmul(matmul_tiles, 300, 500, 200, cores=24, grid=20)
+    assert "grid_stride = true" not in h.asm["grid-stride"]
+
+
+def test_a_body_that_reads_the_program_id_keeps_its_loop():
+    n, cores = 10_000, 4
+    o = np.zeros(n, np.float32)
+    w = np.full(-(-n // 512), -1, np.int32)
+    h = tiles_and_owner[(cores,)](o, w, n, BLOCK=512, cores=cores, sanitize=True)
+    assert "grid_stride = true" not in h.asm["grid-stride"]
+    np.testing.assert_array_equal(o, np.arange(n, dtype=np.float32))
+    np.testing.assert_array_equal(w, np.arange(len(w)) % cores)
+
+
+def test_the_rewrite_is_a_guard():
+    """A launch whose tiles do not all follow the rule (fewer tiles than programs: some programs have
+    none, E <= G) does not run the compile that took the rewrite; each launch is right."""
+    c, h = _matmul(matmul_tiles, 300, 500, 200, cores=3)
+    assert "grid_stride = true" in h.asm["grid-stride"]
+    c, h = _matmul(matmul_tiles, 64, 128, 64, cores=3)          # 2 tiles on 3 programs
+    assert "grid_stride = true" not in h.asm["grid-stride"]
+    c, h = _matmul(matmul_tiles, 520, 300, 96, cores=3)
+    assert "grid_stride = true" in h.asm["grid-stride"]
