@@ -131,3 +131,77 @@ def test_the_rewrite_is_a_guard():
     assert "grid_stride = true" not in h.asm["grid-stride"]
     c, h = _matmul(matmul_tiles, 520, 300, 96, cores=3)
     assert "grid_stride = true" in h.asm["grid-stride"]
+
+
+@tritonpu.jit
+def counter_from_one(t_ptr, n_tiles, NUM_CORES: tl.constexpr):
+    # Triton's carried tile (tile_id += NUM_CORES) in a loop whose own counter starts at 1
+    pid = tl.program_id(0)
+    tile_id = pid - NUM_CORES
+    for i in range(1, tl.cdiv(n_tiles - pid, NUM_CORES) + 1):
+        tile_id += NUM_CORES
+        tl.store(t_ptr + tile_id, i)
+
+
+@tritonpu.jit
+def counter_and_tile(o_ptr, n_tiles, G: tl.constexpr):
+    # a carried tile beside the loop's own counter, which runs over the same tiles
+    pid = tl.program_id(0)
+    c = pid - G
+    for t in range(pid, n_tiles, G):
+        c += G
+        tl.store(o_ptr + c, t * 10 + c)
+
+
+def test_the_loops_own_counter_keeps_its_values():
+    """The body reads the loop's counter beside the carried tile: its value at the tile's trip is
+    ``lb + trip * step`` (was the trip number: [0, 0, 1, 1, 2, 2] for [1, 1, 2, 2, 3, 3]; found by a
+    probe)."""
+    out = np.full(6, -1, np.int32)
+    h = counter_from_one[(2,)](out, 6, NUM_CORES=2, cores=2, sanitize=True)
+    assert "grid_stride = true" in h.asm["grid-stride"]
+    np.testing.assert_array_equal(out, [1, 1, 2, 2, 3, 3])
+    out = np.full(7, -1, np.int32)
+    h = counter_and_tile[(3,)](out, 7, G=3, cores=3, sanitize=True)
+    assert "grid_stride = true" in h.asm["grid-stride"]
+    np.testing.assert_array_equal(out, np.arange(7) * 11)
+
+
+@tritonpu.jit
+def last_writer(x_ptr, o_ptr, n_tiles, BLOCK: tl.constexpr):
+    # tiles t and t + G write the same block: the later tile of the program wins
+    pid = tl.program_id(0)
+    G = tl.num_programs(0)
+    for t in range(pid, n_tiles, G):
+        tl.store(o_ptr + (t % G) * BLOCK + tl.arange(0, BLOCK), tl.load(x_ptr + t * BLOCK + tl.arange(0, BLOCK)))
+
+
+def test_a_launch_on_fewer_cores_does_not_take_the_rewrite():
+    """The same grid and arguments on 4 cores, then on 3: the second launch must not reuse the
+    compile that ran tiles as programs (the guard's accepted values are keyed on the core count
+    too; before, a tile of program 1 ran on another core and an earlier tile won: 9 for 13)."""
+    G, n, B = 4, 14, 16
+    x = np.repeat(np.arange(n, dtype=np.float32), B)
+    want = np.repeat(np.array([max(t for t in range(n) if t % G == g) for g in range(G)], np.float32), B)
+    for cores, applied in ((4, True), (4, True), (3, False)):
+        o = np.zeros(G * B, np.float32)
+        h = last_writer[(G,)](x, o, n, BLOCK=B, cores=cores, sanitize=True)
+        assert ("grid_stride = true" in h.asm["grid-stride"]) == applied
+        np.testing.assert_array_equal(o, want)
+
+
+@tritonpu.jit
+def atomic_tiles(x_ptr, o_ptr, n_tiles, BLOCK: tl.constexpr):
+    pid = tl.program_id(0)
+    for t in range(pid, n_tiles, tl.num_programs(0)):
+        tl.atomic_add(o_ptr + tl.arange(0, BLOCK), tl.load(x_ptr + t * BLOCK + tl.arange(0, BLOCK)))
+
+
+def test_atomics_keep_their_loop():
+    """fp32 atomics from several cores add in the order they arrive: a rewrite that changes the
+    cores' timing would change the bits, so such a loop stays."""
+    x = np.random.default_rng(3).random(12 * 32).astype(np.float32)
+    o = np.zeros(32, np.float32)
+    h = atomic_tiles[(3,)](x, o, 12, BLOCK=32, cores=3, sanitize=True)
+    assert "grid_stride = true" not in h.asm["grid-stride"]
+    np.testing.assert_allclose(o, x.reshape(12, 32).sum(axis=0), rtol=1e-5)
