@@ -90,6 +90,9 @@ def test_tiles_become_programs_same_bits(kernel, shape):
     assert len(loops) == 2, loops           # the program loop and the K loop, nothing between
     assert c.tobytes() == off.tobytes()
     assert h.stats.cycles < h_off.stats.cycles
+    line = next(i for i, ln in enumerate(open(kernel.fn.__code__.co_filename), 1) if ln.strip().startswith("for ")
+                and i > kernel.fn.__code__.co_firstlineno)
+    assert f"grid-stride: the loop over the tiles a program owns (line {line}) runs each tile" in " ".join(h.stats.notes)
 
 
 def test_blocks_of_a_vector_kernel_same_bits():

@@ -70,6 +70,12 @@ class GridStride(Pass):
         record(tiles)
         _rewrite(fn, P, m, tiles.count)
         fn.attrs["grid_stride"] = True
+        loc = m.L.loc
+        at = f" (line {loc.line})" if getattr(loc, "line", None) else ""
+        fn.__dict__["program_order_note"] = (
+            f"grid-stride: the loop over the tiles a program owns{at} runs each tile as one of its core's "
+            f"programs (the same tiles, on the same core, in the same order), so the optimizations across a "
+            f"core's programs apply to it; disable_passes=(\"grid-stride\",) keeps the loop")
 
 
 class _Match:
