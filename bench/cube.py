@@ -20,7 +20,8 @@ Kernels:
 * Triton's persistent matmul (tutorial 09 of Triton 3.0; triton-ascend's sample is the same loop):
   one program per core, one flat loop over every K step of every tile it owns (a counter cycling
   through the K steps, the tile's offsets computed at its first step and its result stored at its
-  last), at 128x128x64 and 128x256x64, with the ``unflatten`` pass and without it;
+  last), at 128x128x64 and 128x256x64, as compiled, without the ``unflatten`` pass, and without
+  ``grid-stride`` (the tiles a loop of the program's own, not the core's programs);
 * a matmul with K in one block (``tl.dot(a, b)``, no K loop), K = 64, fp32 out, at the first size:
   at 128x128 only stored (FIX stores the product from L0C), at 128x256 with a GELU epilogue (done a
   few rows at a time from L0C).
@@ -324,23 +325,23 @@ def plain(n, rng):
 
 
 def persistent(n, rng, configs=((128, 128, 64), (128, 256, 64)), cores=24):
-    """Triton's persistent matmul (one program per core, a flat loop over its tiles' K steps), with
-    the ``unflatten`` pass and without it."""
+    """Triton's persistent matmul (one program per core, a flat loop over its tiles' K steps): as
+    compiled, without the ``unflatten`` pass, and without ``grid-stride`` (its tiles then stay a loop
+    of its own instead of the core's programs)."""
     a = (rng.random((n, n)) - 0.5).astype(np.float16)
     b = (rng.random((n, n)) - 0.5).astype(np.float16)
     ref = a[:64].astype(np.float32) @ b.astype(np.float32)
     out = {}
     for bm, bn, bk in configs:
-        for flat in (False, True):
-            def launch(bm=bm, bn=bn, bk=bk, flat=flat):
+        for off in (None, "unflatten", "grid-stride"):
+            def launch(bm=bm, bn=bn, bk=bk, off=off):
                 c = np.empty((n, n), np.float16)
                 h = persistent_matmul[(min(cores, _ceil(n, bm) * _ceil(n, bn)),)](
                     a, b, c, n, n, n, n, 1, n, 1, n, 1, BLOCK_SIZE_M=bm, BLOCK_SIZE_N=bn, BLOCK_SIZE_K=bk,
-                    GROUP_SIZE_M=8, NUM_SMS=cores, sanitize=False,
-                    disable_passes=("unflatten",) if flat else ())
+                    GROUP_SIZE_M=8, NUM_SMS=cores, sanitize=False, disable_passes=(off,) if off else ())
                 return c, h
-            out[(bm, bn, bk, flat)] = row(
-                f"persistent {n}^3 {bm}x{bn}x{bk}{' (unflatten off)' if flat else ''}", launch,
+            out[(bm, bn, bk, off)] = row(
+                f"persistent {n}^3 {bm}x{bn}x{bk}{f' ({off} off)' if off else ''}", launch,
                 lambda c: _close(c[:64], ref, 2e-2, 1e-2),
                 lambda st, bm=bm, bn=bn, bk=bk: matmul_tile_bound(n, n, n, bm, bn, bk, roofline=st.roofline_cycles,
                                                                order=grouped_order(n, n, bm, bn))[0])
@@ -460,8 +461,8 @@ def main(argv=None):
                     summary.append(f"{shape[0]}x{shape[1]}x{shape[2]} {bm}x{bn}x{bk}{' A column-major' if cm else ''}: "
                                    f"{v[0].cycles} cycles")
     if not only or "persistent" in only:
-        for (bm, bn, bk, flat), r in persistent(sizes[0], rng).items():
-            if r and not flat:
+        for (bm, bn, bk, off), r in persistent(sizes[0], rng).items():
+            if r and off is None:
                 summary.append(f"persistent {bm}x{bn}x{bk}: {r[0].cycles} cycles")
     if not only or "oneblock" in only:
         n = sizes[0]
