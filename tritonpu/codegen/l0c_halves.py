@@ -6,7 +6,7 @@ emitter issues such an accumulator by row halves (``emit_cube._l0c_halves``: eac
 ``mmad``s, the store as two drains) and records the halves' zeroing products and drains; this
 rewrite, on the emitted program before sync insertion, makes the halves overlap: FIX drains the
 first half while the cube still writes the second, and the next program's first product into the
-first half does not wait for the second half's drain.
+second half waits for that half's drain after the first half's product, not ahead of it.
 
 Guarantee.  :func:`by_halves` rewrites ``nodes`` in place:
 

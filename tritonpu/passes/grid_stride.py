@@ -199,7 +199,7 @@ class Tiles:
             return None
         env = {k: scalars[n] for k, n in self.args.items() if k != CORES}
         env[id(self.pid)] = np.arange(gx, dtype=np.int32)
-        _lanes(self.ops, env, gx)
+        lanes(self.ops, env, gx)
 
         def of(v):
             return np.broadcast_to(np.asarray(env[id(v)], dtype=np.int64), (gx,))
@@ -259,22 +259,6 @@ def _reads(o: Op) -> list:
     inside = {id(a) for x in o.walk() for r in x.regions for a in r.args} | \
         {id(r) for x in o.walk() if x is not o for r in x.results}
     return [v for x in o.walk() for v in x.operands if id(v) not in inside]
-
-
-def _lanes(ops: list, env: dict, n: int) -> None:
-    """``lanes`` with pure scalar ``if``s: both branches evaluated, the results selected."""
-    for o in ops:
-        if o.name != "if":
-            lanes([o], env, n)
-            continue
-        cond = np.broadcast_to(np.asarray(env[id(o.operands[0])], dtype=bool), (n,))
-        outs = []
-        for r in o.regions:
-            _lanes(r.ops[:-1], env, n)
-            outs.append([np.broadcast_to(np.asarray(env[id(v)], dtype=v.type.scalar.np), (n,))
-                         for v in r.ops[-1].operands])
-        for res, a, b in zip(o.results, *outs):
-            env[id(res)] = np.where(cond, a, b)
 
 
 def _rewrite(fn: Function, P: Op, m: _Match, count: Value) -> None:

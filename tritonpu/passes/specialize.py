@@ -131,10 +131,21 @@ def slice_of(fn: Function, v: Value):
 
 def lanes(ops: list, env: dict, n: int) -> dict:
     """Pure scalar ``ops`` evaluated in order over ``n`` lanes at once: ``env`` maps id(Value) to a
-    value or an array of n; the results are added to it (arrays of n)."""
+    value or an array of n; the results are added to it (arrays of n).  A pure scalar ``if``: both
+    branches evaluated, each lane's results selected by its condition."""
     for op in ops:
         if op.name == "constant":
             env[id(op.result)] = op.attrs["value"]
+            continue
+        if op.name == "if":
+            cond = np.broadcast_to(np.asarray(env[id(op.operands[0])], dtype=bool), (n,))
+            outs = []
+            for r in op.regions:
+                lanes(r.ops[:-1], env, n)
+                outs.append([np.broadcast_to(np.asarray(env[id(v)], dtype=v.type.scalar.np), (n,))
+                             for v in r.ops[-1].operands])
+            for res, a, b in zip(op.results, *outs):
+                env[id(res)] = np.where(cond, a, b)
             continue
         # (the evaluator shapes a result as its type says: an op of n lanes)
         wide = Op(op.name, list(op.operands), [T.block(op.results[0].type, (n,))], dict(op.attrs))
