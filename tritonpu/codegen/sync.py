@@ -13,8 +13,9 @@ does: P -> S); instructions of one pipe run in order; instructions without acces
 instructions already in the list, which the pass does not model except ``barrier all``) need
 nothing.  Every inserted ``set_flag`` is matched by its ``wait_flag`` later in the same
 straight-line block -- except a loop-carried pair's, set before the loop (or in the run right
-before it) and in the body, drained after the loop in the block that holds it or, through ``If``s
-that follow, in both branches of one -- so no flag is pending at the end of a block, no (src, dst,
+before it, or in the enclosing loop's previous trip: a cross pair, sync_cross.py) and in the body,
+drained after the loop in the block that holds it or, through ``If``s that follow, in both
+branches of one -- so no flag is pending at the end of a block, no (src, dst,
 event) is set twice before its wait, no wait lacks its set, and event ids stay below
 ``max_events`` per pipe pair.
 The input is expected to contain no flags of its own.
@@ -66,8 +67,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from tritonpu.isa import PIPES
-
+from . import sync_cross
 from .asmlist import If, Instr, Loop, While, walk
 from .sync_branches import if_reserved, place_sets
 from .sync_model import State, conflicts, flag_of, is_sync
@@ -149,7 +149,16 @@ class _Pass:
         self.relays: dict = {}       # (id(Loop), pair key) -> (src, event) of a pair set through a relay
         self._block_positions: dict = {}
         self._reserved_by_ifs: dict = {}
-        self._idle: dict = {}        # id(Loop) -> the pipes with no work in its body
+        self.idle: dict = {}        # id(Loop) -> the pipes with no work in its body
+        # a loop's first set from the enclosing loop's previous trip (sync_cross.py):
+        # (id(outer Loop), src, dst, ev) -> sync_cross.Cross; id(inner Loop) -> id(outer Loop)
+        self.cross: dict = {}
+        self.cross_of: dict = {}
+        self.decisions = 0           # cross pairs taken or refused so far (a round with one runs again)
+        # the drains of cross pairs not yet waited for: (src, dst, ev) -> the cross pair's key;
+        # and the waits of each cross pair's drains placed so far: key -> [wait_flag Instr]
+        self.forced: dict = {}
+        self.cross_waits: dict = {}
 
     # ---- structure ------------------------------------------------------------------------------
     def block(self, nodes: list, st: State, emit: bool, loop: Loop | None = None, pending=None) -> State:
@@ -182,7 +191,15 @@ class _Pass:
             self.pending.remove(d)
             st.cover(dst, keys)
             out.append(Instr(f"wait_flag {src}, {dst}, {ev}", dst))
+            if d[:3] in self.forced:
+                self.cross_waits.setdefault(self.forced.pop(d[:3]), []).append(out[-1])
         return out
+
+    def _forced_before(self, n: Instr) -> list:
+        """The cross pairs' drains still pending that ``n`` is a producer of (its set for the
+        next trip follows the drain's wait)."""
+        return [f for f, key in self.forced.items() if id(n) in self.cross[key].producers and
+                any(d[:3] == f for d in self.pending)]
 
     def _block(self, nodes: list, st: State, emit: bool, loop: Loop | None) -> State:
         frame = [nodes, 0, self._owner]
@@ -201,6 +218,9 @@ class _Pass:
             frame[1] = j
             if isinstance(n, Instr):
                 pre, waited = [], []
+                for f in self._forced_before(n) if self.forced else ():
+                    pre += self._drain(st, lambda d: d[:3] == f)
+                    waited.append(f)
                 while self.pending and not is_sync(n):
                     # a drain is waited for right before the first instruction of its pipe that
                     # needs it -- the one that orders least first (a pipelined loop's drains order
@@ -236,6 +256,8 @@ class _Pass:
                 start = len(out)
                 out += seg.flush(emit)
                 seg = None
+            # a cross pair's drain is waited for in the run right after its loop
+            out += self._drain(st, lambda d: d[:3] in self.forced)
             waited = {d[:3] for d in self.pending}
             moved = {}                      # drain -> the entry run's position its wait goes before
             if isinstance(n, Loop) and entry is not None and \
@@ -254,7 +276,9 @@ class _Pass:
             if isinstance(n, Loop):
                 self.entry[id(n)] = entry
                 st = self.loop(n, st, emit)
-                pairs = sorted(self.carried.get(id(n), ()))
+                # (a cross pair's first set is in the previous trip of the loop around: sync_cross.py)
+                cross = {pr for pr in self.carried.get(id(n), ()) if sync_cross.is_cross(self, n, pr)}
+                pairs = sorted(self.carried_of(n) - cross)
                 # the first trip's waits find their flags set before the loop (right after the
                 # loads they wait for, when those are just before it, or before the first work of
                 # their pipe there); the last trip's flags are consumed after it
@@ -274,12 +298,21 @@ class _Pass:
                         for (a, b, e), at in early.items() if at is not None]
                 for at, _, ins in sorted(put, key=lambda x: (-x[0], x[1])):
                     out.insert(start + at, ins)
-                over = self.over.get(id(n), [])
-                out += [Instr(f"set_flag {a}, {b}, {e}", a) for a, b, e in pairs if early[(a, b, e)] is None]
+                over = self.over_of(n) or []
+                # (a pair set through a relay pipe is set through it before the loop too: the
+                # relay's own set orders none of src's work before the loop -- found by a probe)
+                relays = {pr: r for pr, (_, r) in self.branch_pairs.get(id(n), {}).items() if r}
+                for a, b, e in pairs:
+                    if early[(a, b, e)] is None:
+                        if (a, b, e) in relays:
+                            src, r = relays[(a, b, e)]
+                            out += [Instr(f"set_flag {src}, {a}, {r}", src), Instr(f"wait_flag {src}, {a}, {r}", a)]
+                        out.append(Instr(f"set_flag {a}, {b}, {e}", a))
                 out += [Instr(f"set_flag {a}, {b}, {e}", a) for a, b, e in over]
                 out.append(n)
                 # the drains: dst waits for each pair's last flag where it first needs it
                 self.pending += self.drains.pop(id(n)) + [(a, b, e, frozenset()) for a, b, e in over]
+                self.forced.update((pr, (self.cross_of[id(n)],) + pr) for pr in cross)
                 continue
             if isinstance(n, If):
                 # a drain whose id the branches' own code uses is waited for before them
@@ -353,6 +386,7 @@ class _Pass:
                 raise TypeError(f"insert_sync: unexpected node {n!r}")
         if seg is not None:
             out += seg.flush(emit)
+        out += self._drain(st, lambda d: d[:3] in self.forced)
         if emit:
             nodes[:] = out
         return st
@@ -371,7 +405,7 @@ class _Pass:
             # needed them) stay pending over the back edge -- set before the loop, waited for
             # after it -- so the next trip's first work on their pipe does not queue behind them
             # (they order nothing there: at the head they carry no records)
-            over = self.over.get(id(n))
+            over = self.over_of(n)
             left = [(a, b, e, frozenset()) for a, b, e in over or ()]
             saved, self.pending = self.pending, left
             try:
@@ -387,13 +421,19 @@ class _Pass:
                 self.over[id(n)] = sorted(ends)
             if em:
                 n.body += tail + rearm
+            sync_cross.check(self, n)
             return _ring(n, st)
         try:
             head = self._fixpoint(entry, body)
             if emit:
                 for key in [k for k in self.branch_waits if k[0] == id(n)]:
                     del self.branch_waits[key]      # (the waits of the run that emits)
+                for key in [k for k in self.cross_waits if k[0] == id(n)]:
+                    del self.cross_waits[key]
                 body(head, True)
+                for pair, rec in sync_cross.accepted(self, id(n)):
+                    waits = {id(w) for w in self.cross_waits.get((id(n),) + pair, ())}
+                    self.report.pairs += place_sets(n.body, pair, frozenset(rec.producers), waits)
                 for pair, (producers, relay) in sorted(self.branch_pairs.get(id(n), {}).items()):
                     waits = {id(w) for w in self.branch_waits.get((id(n),) + pair, ())}
                     self.report.pairs += place_sets(n.body, pair, producers, waits, relay)
@@ -428,11 +468,26 @@ class _Pass:
                 before[(src, at)] = (entry.known(src), None) if not early else (seg.known_at(at) or set(), at) \
                     if at >= 0 and seg.whole[at].pipe == src else (seg.start_known.get(src, frozenset()), -1)
             pre, cut = before[(src, at)]
+            # (a cross pair's first set is in the previous trip of the loop around, after its
+            # producers: src's own records, so also before the last trip's set)
+            made = sync_cross.producers(self, n, (src, dst, ev))
             keys.setdefault((src, dst, ev), set()).update(
                 k for k in known if k[0] in body_ids or
-                (k in pre and (cut is None or seg.issued.get(k, -1) <= cut)))
-        self.drains[id(n)] = [(a, b, e, frozenset(keys.get((a, b, e), ()))) for a, b, e in sorted(self.carried.get(id(n), ()))]
+                (k[0] in made if made is not None else k in pre and (cut is None or seg.issued.get(k, -1) <= cut)))
+        self.drains[id(n)] = [(a, b, e, frozenset(keys.get((a, b, e), ()))) for a, b, e in sorted(self.carried_of(n))]
         return head.copy()
+
+    def over_of(self, n: Loop):
+        """The inner drains pending over ``n``'s back edge (None before its first round): not a
+        cross pair's, which its loop's trip waits for (sync_cross.py)."""
+        over = self.over.get(id(n))
+        crossed = {pair for pair, _ in sync_cross.accepted(self, id(n))}
+        return over if over is None or not crossed else [f for f in over if f not in crossed]
+
+    def carried_of(self, n: Loop) -> set:
+        """The pairs set before ``n`` and drained after it: its loop-carried pairs and the cross
+        pairs of the loops inside it (sync_cross.py)."""
+        return self.carried.get(id(n), set()) | {pair for pair, _ in sync_cross.accepted(self, id(n))}
 
     def body_ids(self, n: Loop) -> set:
         """The ids of the instructions in ``n``'s body (found once: the syncs the pass inserts
@@ -457,64 +512,7 @@ class _Pass:
                 return e
         return None
 
-    def branch_plan(self, consumer: int, src: str, dst: str, need: set, st: State):
-        """A loop-carried pair through branches (sync_branches.py) for the instruction ``consumer``
-        (its id) on ``dst``, which needs ``need``: when the innermost enclosing blocks up to a loop that carries flags are
-        ``If`` branches, and ``src``'s records in ``need`` are all of the previous trip (issued by
-        the body, none on the consumer's path before it) or from before the loop.  The plan
-        orders those records and every other access of their instructions.  None otherwise."""
-        levels, loop, path = [], None, {}
-        for nodes, j, owner in reversed(self.frames):
-            levels.append((self._positions(nodes), j))
-            if not isinstance(owner, If):
-                loop = owner if isinstance(owner, Loop) and owner.carry_flags else None
-                break
-            path[id(owner)] = nodes is owner.then
-        if loop is None or not path:
-            return None
-        keys = {k for k in need if st.recs[k].pipe == src}
-        body = self.body_ids(loop)
-        producers = frozenset(k[0] for k in keys if k[0] in body)
-        # (none issued on the consumer's path before it, in this trip)
-        if not producers or any(pos.get(k[0], j) < j for k in keys for pos, j in levels):
-            return None
-        # consumers of the same producers share a pair when no path runs two of them (the
-        # versions of a program: each waits for its own first loads' slots)
-        n = 0
-        while True:
-            users = self.branch_users.setdefault((id(loop), producers, n), {})
-            if consumer in users or all(any(path.get(i, b) != b for i, b in theirs.items())
-                                        for theirs in users.values()):
-                users[consumer] = path
-                break
-            n += 1
-        key = ("branch", producers, n)
-        pipe, relay = src, self.relays.get((id(loop), key))
-        ev = None if relay else self.carried_event(loop, key, src, dst, self._if_reserved(loop, src, dst))
-        if ev is None:
-            # no id left on (src, dst) -- a pipelined K loop inside takes most: the pair goes
-            # through a pipe with no work in the body, which waits for src's flag and sets its own
-            idle = self._idle.get(id(loop))
-            if idle is None:
-                busy = {x.pipe for x in walk(loop.body) if not is_sync(x)}
-                idle = self._idle[id(loop)] = [r for r in PIPES if r not in busy and r != "S"]
-            for r in [r for r in idle if r not in (src, dst)]:
-                ev = self.carried_event(loop, key, r, dst, self._if_reserved(loop, r, dst))
-                e = self.relay_event(loop, src, r)
-                if ev is not None and e is not None:
-                    pipe, relay = r, (src, e)
-                    self.relays[(id(loop), key)] = relay
-                    break
-                ev = None
-            if ev is None:
-                return None
-        self.branch_pairs.setdefault(id(loop), {})[(pipe, dst, ev)] = (producers, relay)
-        # (every access of the producers is ordered: another consumer of theirs on this path
-        # needs no pair -- nor the same one again)
-        keys |= {k for k in st.unord[dst] if k[0] in producers and st.recs[k].pipe == src}
-        return pipe, ("branch", id(loop)), ev, keys
-
-    def _positions(self, nodes: list) -> dict:
+    def positions(self, nodes: list) -> dict:
         """id(instruction) -> the index in ``nodes`` of the node holding it (cached per block and
         length: the emitting run rewrites a block only at its end)."""
         key = (id(nodes), len(nodes))
@@ -523,7 +521,7 @@ class _Pass:
             pos = self._block_positions[key] = {id(x): j for j, n in enumerate(nodes) for x in walk([n])}
         return pos
 
-    def _if_reserved(self, loop: Loop, src: str, dst: str) -> set:
+    def reserved_by_ifs(self, loop: Loop, src: str, dst: str) -> set:
         key = (id(loop), src, dst)
         if key not in self._reserved_by_ifs:
             self._reserved_by_ifs[key] = if_reserved(loop.body, src, dst)
@@ -534,7 +532,7 @@ class _Pass:
         use (set and waited for at once, so one serves them all), None when none is free."""
         ids = self.reserved.setdefault((src, pipe), {})
         if (id(loop), "relay") not in ids:
-            held = self.held(src, pipe, id(loop)) | self._if_reserved(loop, src, pipe)
+            held = self.held(src, pipe, id(loop)) | self.reserved_by_ifs(loop, src, pipe)
             free = [e for e in range(self.max_events - 1, -1, -1) if e not in held]
             if not free:
                 return None
@@ -550,7 +548,8 @@ class _Pass:
         return {e for (lid, _), e in self.reserved.get((src, dst), {}).items()
                 if lid in active or (loop_id is not None and loop_id in self.outer.get(lid, ()))} | \
             {e for t in self.taken for e in t.get((src, dst), ())} | \
-            {e for a, b, e, _ in self.pending if (a, b) == (src, dst)}
+            {e for a, b, e, _ in self.pending if (a, b) == (src, dst)} | \
+            sync_cross.held(self, src, dst, loop_id)
 
     def while_(self, n: While, entry: State, emit: bool) -> State:
         def trip(s, em=False):
@@ -565,12 +564,14 @@ class _Pass:
         exit_state, _ = trip(head, emit)
         return exit_state
 
-    @staticmethod
-    def _fixpoint(entry: State, body) -> State:
+    def _fixpoint(self, entry: State, body) -> State:
+        """The loop head's state: rounds of ``body`` until it is stable and a round took or refused
+        no cross pair (the next round, which emits, then decides as the last one did)."""
         head = entry
         while True:
+            seen = self.decisions
             nxt = head.join(body(head))
-            if nxt == head:
+            if nxt == head and self.decisions == seen:
                 return head
             head = nxt
 

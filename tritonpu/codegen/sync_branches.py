@@ -23,7 +23,69 @@ flag twice.
 """
 from __future__ import annotations
 
-from .asmlist import If, Instr, Loop, While
+from tritonpu.isa import PIPES
+
+from .asmlist import If, Instr, Loop, While, walk
+from .sync_model import is_sync
+
+
+def plan(p, consumer: int, src: str, dst: str, need: set, st):
+    """A loop-carried pair through branches for the instruction ``consumer`` (its id) on ``dst``,
+    which needs ``need`` (``p``: the sync pass): when the innermost enclosing blocks up to a loop
+    that carries flags are ``If`` branches, and ``src``'s records in ``need`` are all of the
+    previous trip (issued by the body, none on the consumer's path before it) or from before the
+    loop.  The plan orders those records and every other access of their instructions.  None
+    otherwise."""
+    levels, loop, path = [], None, {}
+    for nodes, j, owner in reversed(p.frames):
+        levels.append((p.positions(nodes), j))
+        if not isinstance(owner, If):
+            loop = owner if isinstance(owner, Loop) and owner.carry_flags else None
+            break
+        path[id(owner)] = nodes is owner.then
+    if loop is None or not path:
+        return None
+    keys = {k for k in need if st.recs[k].pipe == src}
+    body = p.body_ids(loop)
+    producers = frozenset(k[0] for k in keys if k[0] in body)
+    # (none issued on the consumer's path before it, in this trip)
+    if not producers or any(pos.get(k[0], j) < j for k in keys for pos, j in levels):
+        return None
+    # consumers of the same producers share a pair when no path runs two of them (the
+    # versions of a program: each waits for its own first loads' slots)
+    n = 0
+    while True:
+        users = p.branch_users.setdefault((id(loop), producers, n), {})
+        if consumer in users or all(any(path.get(i, b) != b for i, b in theirs.items())
+                                    for theirs in users.values()):
+            users[consumer] = path
+            break
+        n += 1
+    key = ("branch", producers, n)
+    pipe, relay = src, p.relays.get((id(loop), key))
+    ev = None if relay else p.carried_event(loop, key, src, dst, p.reserved_by_ifs(loop, src, dst))
+    if ev is None:
+        # no id left on (src, dst) -- a pipelined K loop inside takes most: the pair goes
+        # through a pipe with no work in the body, which waits for src's flag and sets its own
+        idle = p.idle.get(id(loop))
+        if idle is None:
+            busy = {x.pipe for x in walk(loop.body) if not is_sync(x)}
+            idle = p.idle[id(loop)] = [r for r in PIPES if r not in busy and r != "S"]
+        for r in [r for r in idle if r not in (src, dst)]:
+            ev = p.carried_event(loop, key, r, dst, p.reserved_by_ifs(loop, r, dst))
+            e = p.relay_event(loop, src, r)
+            if ev is not None and e is not None:
+                pipe, relay = r, (src, e)
+                p.relays[(id(loop), key)] = relay
+                break
+            ev = None
+        if ev is None:
+            return None
+    p.branch_pairs.setdefault(id(loop), {})[(pipe, dst, ev)] = (producers, relay)
+    # (every access of the producers is ordered: another consumer of theirs on this path
+    # needs no pair -- nor the same one again)
+    keys |= {k for k in st.unord[dst] if k[0] in producers and st.recs[k].pipe == src}
+    return pipe, ("branch", id(loop)), ev, keys
 
 
 def place_sets(body: list, pair: tuple, producers: frozenset, waits: set, relay=None) -> int:
@@ -66,11 +128,14 @@ def place_sets(body: list, pair: tuple, producers: frozenset, waits: set, relay=
                         branch.append(wait())
                 return
 
-    def place(nodes: list, waited: bool) -> None:
+    def place(nodes: list, waited: bool, produced: bool) -> None:
+        """``waited`` / ``produced``: the path to ``nodes`` ran a wait / a producer."""
         marks = [j for j, x in enumerate(nodes) if has(x, producers) or has(x, waits)]
         if not marks:
-            if waited:
-                nodes[0:0] = put()
+            # (a branch with neither, after a producer: found by a probe -- a producer before an
+            # If whose other branch held the last one was left without a set on this path)
+            if waited or produced:
+                nodes[0:0] = ([] if waited else [wait()]) + put()
             return
         last = marks[-1]
         for x in nodes[:last]:
@@ -78,17 +143,18 @@ def place_sets(body: list, pair: tuple, producers: frozenset, waits: set, relay=
                 if isinstance(x, If):
                     complete([x])
                 waited = True
+            produced = produced or has(x, producers)
         x = nodes[last]
         if isinstance(x, If):
-            place(x.then, waited)
-            place(x.orelse, waited)
+            place(x.then, waited, produced)
+            place(x.orelse, waited, produced)
         elif isinstance(x, (Loop, While)):
             nodes[last + 1:last + 1] = ([] if waited else [wait()]) + put()
         else:
             waited = waited or id(x) in waits
             nodes[last + 1:last + 1] = ([] if waited else [wait()]) + put()
 
-    place(body, False)
+    place(body, False, False)
     return added[0] // 2
 
 

@@ -6,6 +6,7 @@ from itertools import islice
 
 from tritonpu.isa import PIPES
 
+from . import sync_branches, sync_cross
 from .asmlist import Instr
 from .sync_model import State, conflicts, flag_of, is_sync, records
 
@@ -99,7 +100,7 @@ class Segment:
             if carried is not None:
                 return carried
         if not mine:
-            branch = self.p.branch_plan(id(self.instrs[i]), src, self.instrs[i].pipe, need, self.st)
+            branch = sync_branches.plan(self.p, id(self.instrs[i]), src, self.instrs[i].pipe, need, self.st)
             if branch is not None:
                 return branch
         return src, None, None, self.st.known(src)
@@ -121,6 +122,9 @@ class Segment:
         keys = {key for key in self.st.known(src) | need
                 if self.st.recs[key].pipe == src and
                 ((key[0] in self.pos_of and base < self.pos_of[key[0]] <= kk) or key[0] not in self.body_ids)}
+        first = sync_cross.claim(self.p, self.loop, src, dst, ev, need, self.st)
+        if first is not None:       # the first trip's set is in the previous trip of the loop around
+            return src, ("carried", kk), ev, {key for key in keys if key[0] in self.pos_of} | first
         early = self._early(src, dst, ev, need)
         if early is None:
             # a consumer that needs nothing from before the loop claims no more than the pair's
