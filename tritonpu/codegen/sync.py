@@ -112,7 +112,7 @@ def _rearm(branch: list, flag) -> None:
 
 
 class _Pass:
-    def __init__(self, max_events: int, reserved=None):
+    def __init__(self, max_events: int, reserved=None, cross_refused=frozenset()):
         if max_events < 1:
             raise ValueError("max_events must be at least 1")
         self.max_events = max_events
@@ -154,11 +154,13 @@ class _Pass:
         # (id(outer Loop), src, dst, ev) -> sync_cross.Cross; id(inner Loop) -> id(outer Loop)
         self.cross: dict = {}
         self.cross_of: dict = {}
+        self.cross_refused = cross_refused     # (id(outer Loop's head), src, dst) refused in a run before
         self.decisions = 0           # cross pairs taken or refused so far (a round with one runs again)
         # the drains of cross pairs not yet waited for: (src, dst, ev) -> the cross pair's key;
         # and the waits of each cross pair's drains placed so far: key -> [wait_flag Instr]
         self.forced: dict = {}
         self.cross_waits: dict = {}
+        self.starved: dict = {}      # id(Loop) -> (src, dst) that ran out of ids in its body's last round
 
     # ---- structure ------------------------------------------------------------------------------
     def block(self, nodes: list, st: State, emit: bool, loop: Loop | None = None, pending=None) -> State:
@@ -407,6 +409,7 @@ class _Pass:
             # (they order nothing there: at the head they carry no records)
             over = self.over_of(n)
             left = [(a, b, e, frozenset()) for a, b, e in over or ()]
+            self.starved[id(n)] = set()
             saved, self.pending = self.pending, left
             try:
                 st = self._block(n.body, s.copy(), em, ctx)
@@ -510,7 +513,15 @@ class _Pass:
                 ids[(id(loop), key)] = e
                 self.carried.setdefault(id(loop), set()).add((src, dst, e))
                 return e
+        self.starve(src, dst)
         return None
+
+    def starve(self, src: str, dst: str) -> None:
+        """A pair on ``(src, dst)`` found no free event id (it is then set right before its wait,
+        or through another pipe): noted for the loops around, whose cross pairs on that pipe pair
+        are refused (sync_cross.check)."""
+        for lid in self.active:
+            self.starved.setdefault(lid, set()).add((src, dst))
 
     def positions(self, nodes: list) -> dict:
         """id(instruction) -> the index in ``nodes`` of the node holding it (cached per block and
@@ -583,6 +594,25 @@ def insert_sync(nodes: list, *, max_events: int = 8, reserved: dict | None = Non
     (asmlist.Guarded) are never taken: ``reserved`` ((src, dst) -> ids) anywhere, an ``If``'s
     ``reserved`` / ``reserved_else`` in its branches.  Returns a :class:`SyncReport`: the number
     of pairs inserted and, per (src, dst) pipe pair, how many event ids (0..n-1) it uses."""
-    p = _Pass(max_events, reserved)
-    p.block(nodes, State(), True)
-    return p.report
+    saved = _lists(nodes)
+    refused: set = set()
+    while True:
+        p = _Pass(max_events, reserved, frozenset(refused))
+        try:
+            p.block(nodes, State(), True)
+            return p.report
+        except sync_cross.Restart as r:     # (a new name each time: the runs are finite)
+            refused.add(r.name)
+            for lst, items in saved:
+                lst[:] = items
+
+
+def _lists(nodes: list) -> list:
+    """(list, a copy of its items) for ``nodes`` and every block in it: what restores the input."""
+    out = [(nodes, list(nodes))]
+    for n in nodes:
+        parts = (n.body,) if isinstance(n, Loop) else (n.test, n.then, n.orelse) if isinstance(n, If) \
+            else (n.before, n.test, n.after) if isinstance(n, While) else ()
+        for part in parts:
+            out += _lists(part)
+    return out

@@ -213,7 +213,10 @@ class Segment:
         # a drain of the pair waited for in this run after position k is still pending at k (it
         # left ``pending`` when its wait was placed, before this pair's consumer)
         used |= {e for (a, b, e), w in self.drained.items() if (a, b) == (src, dst) and w > k}
-        return next((e for e in range(self.p.max_events) if e not in used), None)
+        ev = next((e for e in range(self.p.max_events) if e not in used), None)
+        if ev is None:
+            self.p.starve(src, dst)
+        return ev
 
     def _apply(self, plan, dst: str, i: int):
         src, k, ev, keys = plan
