@@ -147,6 +147,7 @@ class _Pass:
         # (id(Loop), producers, n) -> {id(consumer): its path, {id(If): in its then-branch}}
         self.branch_users: dict = {}
         self.relays: dict = {}       # (id(Loop), pair key) -> (src, event) of a pair set through a relay
+        self.relayed_before: set = set()     # (id(Loop), pair) whose set before the loop goes through it too
         self._block_positions: dict = {}
         self._reserved_by_ifs: dict = {}
         self.idle: dict = {}        # id(Loop) -> the pipes with no work in its body
@@ -197,11 +198,19 @@ class _Pass:
                 self.cross_waits.setdefault(self.forced.pop(d[:3]), []).append(out[-1])
         return out
 
-    def _forced_before(self, n: Instr) -> list:
-        """The cross pairs' drains still pending that ``n`` is a producer of (its set for the
-        next trip follows the drain's wait)."""
-        return [f for f, key in self.forced.items() if id(n) in self.cross[key].producers and
-                any(d[:3] == f for d in self.pending)]
+    def _forced_before(self, nodes: list, j: int) -> list:
+        """The cross pairs' drains still pending that ``nodes[j]`` is the last producer of in its
+        straight-line run (the set for the next trip follows it and the drain's wait; a wait
+        before an earlier producer would hold dst's work in between back)."""
+        out = []
+        for f, key in self.forced.items():
+            made = self.cross[key].producers
+            if id(nodes[j]) in made and any(d[:3] == f for d in self.pending):
+                later = next((k for k in range(j + 1, len(nodes)) if not isinstance(nodes[k], Instr)
+                              or id(nodes[k]) in made), len(nodes))
+                if later == len(nodes) or not isinstance(nodes[later], Instr):
+                    out.append(f)
+        return out
 
     def _block(self, nodes: list, st: State, emit: bool, loop: Loop | None) -> State:
         frame = [nodes, 0, self._owner]
@@ -220,7 +229,7 @@ class _Pass:
             frame[1] = j
             if isinstance(n, Instr):
                 pre, waited = [], []
-                for f in self._forced_before(n) if self.forced else ():
+                for f in self._forced_before(nodes, j) if self.forced else ():
                     pre += self._drain(st, lambda d: d[:3] == f)
                     waited.append(f)
                 while self.pending and not is_sync(n):
@@ -301,9 +310,11 @@ class _Pass:
                 for at, _, ins in sorted(put, key=lambda x: (-x[0], x[1])):
                     out.insert(start + at, ins)
                 over = self.over_of(n) or []
-                # (a pair set through a relay pipe is set through it before the loop too: the
-                # relay's own set orders none of src's work before the loop -- found by a probe)
-                relays = {pr: r for pr, (_, r) in self.branch_pairs.get(id(n), {}).items() if r}
+                # (a pair set through a relay pipe, whose first trip needs src's work from before
+                # the loop, is set through it before the loop too: the relay's own set orders none
+                # of src's work -- found by a probe)
+                relays = {pr: r for pr, (_, r) in self.branch_pairs.get(id(n), {}).items()
+                          if r and (id(n), pr) in self.relayed_before}
                 for a, b, e in pairs:
                     if early[(a, b, e)] is None:
                         if (a, b, e) in relays:

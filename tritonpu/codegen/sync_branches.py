@@ -82,6 +82,9 @@ def plan(p, consumer: int, src: str, dst: str, need: set, st):
         if ev is None:
             return None
     p.branch_pairs.setdefault(id(loop), {})[(pipe, dst, ev)] = (producers, relay)
+    if relay is not None and any(k[0] not in body for k in keys):
+        # (what src did before the loop is ordered by the set before it: through the relay too)
+        p.relayed_before.add((id(loop), (pipe, dst, ev)))
     # (every access of the producers is ordered: another consumer of theirs on this path
     # needs no pair -- nor the same one again)
     keys |= {k for k in st.unord[dst] if k[0] in producers and st.recs[k].pipe == src}

@@ -12,7 +12,8 @@ A *cross* pair moves that first set into the previous trip of the program loop `
 the last instruction on ``src`` (on every path through ``O``'s body) that the first trip's
 consumers need -- the pair's *producers*: the flag is pending at every trip's start (set before
 ``O``, drained after it), the K loop consumes it (its first trip's wait, or after no trip the
-drain after it), the drain after the K loop is waited for before the producers that follow it,
+drain after it), the drain after the K loop is waited for in the straight-line run that follows
+it (where dst first needs it, else right before the run's last producer, else at the run's end),
 and ``sync_branches.place_sets`` sets it again after the last producer on each path.
 
 Guarantee of the decision (:func:`claim`, with :func:`check` at the end of each analysis round of
@@ -23,10 +24,15 @@ only; ``ev`` is taken by no pair of ``O`` or of the loops around it and by no co
 ``O``'s body; every loop in ``O``'s body that carries ``F`` is such a ``K``, no path through the
 body runs two of them, and each of their consumers' records on ``src`` from before the loop is
 either from before ``O`` or of an instruction in ``O``'s body that the consumer's path does not
-run in the trip before the loop.  The first trip's wait then orders exactly those records (and
-every access of their instructions): the set it consumes came after their latest instances, in
-``src``'s queue.  Otherwise (refused for good, and the round is run again) the first set goes
-where :mod:`tritonpu.codegen.sync_runs` puts it.
+run in the trip before the loop; and only while no pipe pair of theirs runs out of event ids in
+``O``'s body (a cross pair holds its id all through it).  The first trip's wait then orders
+exactly those records (and every access of their instructions): the set it consumes came after
+their latest instances, in ``src``'s queue.  Otherwise the first set goes where
+:mod:`tritonpu.codegen.sync_runs` puts it: a pair refused before it was in force for good, the
+round run again; one refused once in force by starting the whole pass again without it (what
+its id held back may have shaped choices the pass keeps).  A pair is taken only when some
+consumer needs a record from before the loop (else a first set before the loop waits for
+nothing more).
 """
 from __future__ import annotations
 
