@@ -29,6 +29,21 @@ from .asmlist import If, Instr, Loop, While, walk
 from .sync_model import is_sync
 
 
+def through_ifs(p, frames):
+    """Walk ``frames`` (the sync pass ``p``'s open blocks, innermost last) outwards through ``If``
+    branches to the first block another construct owns: ``(levels, path, loop)`` -- each block's
+    positions (id -> index) with the index being placed at, innermost first, that owner's
+    included; the branches taken (id(If) -> in its then branch); that owner when it is a ``Loop``
+    carrying flags, else None."""
+    levels, path = [], {}
+    for nodes, j, owner in reversed(frames):
+        levels.append((p.positions(nodes), j))
+        if not isinstance(owner, If):
+            return levels, path, owner if isinstance(owner, Loop) and owner.carry_flags else None
+        path[id(owner)] = nodes is owner.then
+    return levels, path, None
+
+
 def plan(p, consumer: int, src: str, dst: str, need: set, st):
     """A loop-carried pair through branches for the instruction ``consumer`` (its id) on ``dst``,
     which needs ``need`` (``p``: the sync pass): when the innermost enclosing blocks up to a loop
@@ -36,13 +51,7 @@ def plan(p, consumer: int, src: str, dst: str, need: set, st):
     previous trip (issued by the body, none on the consumer's path before it) or from before the
     loop.  The plan orders those records and every other access of their instructions.  None
     otherwise."""
-    levels, loop, path = [], None, {}
-    for nodes, j, owner in reversed(p.frames):
-        levels.append((p.positions(nodes), j))
-        if not isinstance(owner, If):
-            loop = owner if isinstance(owner, Loop) and owner.carry_flags else None
-            break
-        path[id(owner)] = nodes is owner.then
+    levels, path, loop = through_ifs(p, p.frames)
     if loop is None or not path:
         return None
     keys = {k for k in need if st.recs[k].pipe == src}

@@ -39,7 +39,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .asmlist import If, Loop, While
-from .sync_branches import if_reserved
+from .sync_branches import if_reserved, through_ifs
 
 # (as for sync._REARMED_FROM: a set on MTE2 or MTE3 fires only once every transfer issued before
 # it has landed, so moving it earlier in the queue gains little and may wait for prefetches)
@@ -72,15 +72,7 @@ def claim(p, k_loop, src: str, dst: str, ev: int, need: set, st):
     pass, placing a consumer in ``k_loop``'s body; ``need``: the consumer's conflicts)."""
     if src not in CROSS_FROM or dst == "S":
         return None
-    levels, path, outer = [], {}, None
-    for nodes, j, owner in reversed(p.frames[:-1]):       # (frames[-1]: k_loop's body)
-        levels.append((p.positions(nodes), j))
-        if isinstance(owner, If):
-            path[id(owner)] = nodes is owner.then
-            continue
-        if isinstance(owner, Loop) and owner.carry_flags:
-            outer = owner
-        break
+    levels, path, outer = through_ifs(p, p.frames[:-1])       # (frames[-1]: k_loop's body)
     if outer is None:
         return None
     key = (id(outer), src, dst, ev)
@@ -145,17 +137,11 @@ def accepted(p, outer_id: int) -> list:
                    if k[0] == outer_id and not rec.refused and rec.loops), key=lambda x: x[0])
 
 
-def producers(p, k_loop, flag):
-    """The ids of the producers of ``flag``, a pair of loop ``k_loop``, when it is a cross pair in
-    force; None when it is not one."""
-    oid = p.cross_of.get(id(k_loop))
-    rec = p.cross.get((oid,) + tuple(flag)) if oid is not None else None
-    return rec.producers if rec is not None and not rec.refused and id(k_loop) in rec.loops else None
-
-
 def is_cross(p, k_loop, flag) -> bool:
     """Whether the pair ``flag`` of loop ``k_loop`` is a cross pair in force."""
-    return producers(p, k_loop, flag) is not None
+    oid = p.cross_of.get(id(k_loop))
+    rec = p.cross.get((oid,) + tuple(flag)) if oid is not None else None
+    return rec is not None and not rec.refused and id(k_loop) in rec.loops
 
 
 def held(p, src: str, dst: str, loop_id=None) -> set:
