@@ -52,7 +52,7 @@ def plan(p, consumer: int, src: str, dst: str, need: set, st):
     loop.  The plan orders those records and every other access of their instructions.  None
     otherwise."""
     levels, path, loop = through_ifs(p, p.frames)
-    if loop is None or not path:
+    if loop is None:
         return None
     keys = {k for k in need if st.recs[k].pipe == src}
     body = p.body_ids(loop)
@@ -96,8 +96,21 @@ def plan(p, consumer: int, src: str, dst: str, need: set, st):
         p.relayed_before.add((id(loop), (pipe, dst, ev)))
     # (every access of the producers is ordered: another consumer of theirs on this path
     # needs no pair -- nor the same one again)
-    keys |= {k for k in st.unord[dst] if k[0] in producers and st.recs[k].pipe == src}
+    mine = producers if path else _before_set(loop.body, levels[0][1], producers)
+    keys |= {k for k in st.unord[dst] if k[0] in mine and st.recs[k].pipe == src}
     return pipe, ("branch", id(loop)), ev, keys
+
+
+def _before_set(body: list, j: int, producers: frozenset) -> set:
+    """For a consumer at ``body[j]`` of a loop's body (no ``If`` around it): the ids of the
+    instructions after it that run before its pair's set on every path -- the nodes after ``j``
+    up to the one holding the last producer, that one too unless it is an ``If`` (whose branches
+    then hold the set: :func:`place_sets`).  Their latest instances are the previous trip's or
+    older: the set of the last trip came after them in src's queue."""
+    holding = _holding(body, producers)
+    last = max(i for i, x in enumerate(body) if id(x) in holding)
+    nodes = body[j + 1:last] + ([] if isinstance(body[last], If) else [body[last]])
+    return {id(x) for x in walk(nodes)} | producers
 
 
 def place_sets(body: list, pair: tuple, producers: frozenset, waits: set, relay=None) -> int:
