@@ -69,7 +69,8 @@ from dataclasses import dataclass, field
 
 from . import sync_cross
 from .asmlist import If, Instr, Loop, While, walk
-from .sync_branches import if_reserved, place_sets
+from .sync_branches import place_sets
+from .sync_events import EventIds
 from .sync_model import State, conflicts, flag_of, is_sync
 from .sync_runs import Segment
 
@@ -111,7 +112,7 @@ def _rearm(branch: list, flag) -> None:
     branch.insert(at + 1, Instr(put, src))
 
 
-class _Pass:
+class _Pass(EventIds):
     def __init__(self, max_events: int, reserved=None, cross_refused=frozenset()):
         if max_events < 1:
             raise ValueError("max_events must be at least 1")
@@ -514,29 +515,6 @@ class _Pass:
             ids = self._body_ids[id(n)] = {id(i) for i in walk(n.body)}
         return ids
 
-    def carried_event(self, loop: Loop, key, src: str, dst: str, avoid=()):
-        """The event id of loop ``loop``'s carried pair ``key`` on ``(src, dst)`` (taken from the
-        top, once per key: free here, in the loops around it and in those inside it, and not in
-        ``avoid``), None when none is free."""
-        ids = self.reserved.setdefault((src, dst), {})
-        if (id(loop), key) in ids:
-            return ids[(id(loop), key)]
-        held = self.held(src, dst, id(loop)) | set(avoid)
-        for e in range(self.max_events - 1, 0, -1):
-            if e not in held:
-                ids[(id(loop), key)] = e
-                self.carried.setdefault(id(loop), set()).add((src, dst, e))
-                return e
-        self.starve(src, dst)
-        return None
-
-    def starve(self, src: str, dst: str) -> None:
-        """A pair on ``(src, dst)`` found no free event id (it is then set right before its wait,
-        or through another pipe): noted for the loops around, whose cross pairs on that pipe pair
-        are refused (sync_cross.check)."""
-        for lid in self.active:
-            self.starved.setdefault(lid, set()).add((src, dst))
-
     def positions(self, nodes: list) -> dict:
         """id(instruction) -> the index in ``nodes`` of the node holding it (cached per block and
         length: the emitting run rewrites a block only at its end)."""
@@ -545,36 +523,6 @@ class _Pass:
         if pos is None:
             pos = self._block_positions[key] = {id(x): j for j, n in enumerate(nodes) for x in walk([n])}
         return pos
-
-    def reserved_by_ifs(self, loop: Loop, src: str, dst: str) -> set:
-        key = (id(loop), src, dst)
-        if key not in self._reserved_by_ifs:
-            self._reserved_by_ifs[key] = if_reserved(loop.body, src, dst)
-        return self._reserved_by_ifs[key]
-
-    def relay_event(self, loop: Loop, src: str, pipe: str):
-        """The event id of ``(src, pipe)`` that the relays of ``loop``'s pairs through ``pipe``
-        use (set and waited for at once, so one serves them all), None when none is free."""
-        ids = self.reserved.setdefault((src, pipe), {})
-        if (id(loop), "relay") not in ids:
-            held = self.held(src, pipe, id(loop)) | self.reserved_by_ifs(loop, src, pipe)
-            free = [e for e in range(self.max_events - 1, -1, -1) if e not in held]
-            if not free:
-                return None
-            ids[(id(loop), "relay")] = free[0]
-        return ids[(id(loop), "relay")]
-
-    def held(self, src: str, dst: str, loop_id=None) -> set:
-        """Event ids of (src, dst) that loop-carried pairs keep pending here: those of the loops
-        around the code being placed -- a pair of one loop is pending from before it to after it,
-        so loops one after another share ids.  With ``loop_id`` (choosing a carried id for that
-        loop): also those of the loops inside it."""
-        active = set(self.active)
-        return {e for (lid, _), e in self.reserved.get((src, dst), {}).items()
-                if lid in active or (loop_id is not None and loop_id in self.outer.get(lid, ()))} | \
-            {e for t in self.taken for e in t.get((src, dst), ())} | \
-            {e for a, b, e, _ in self.pending if (a, b) == (src, dst)} | \
-            sync_cross.held(self, src, dst, loop_id)
 
     def while_(self, n: While, entry: State, emit: bool) -> State:
         def trip(s, em=False):
