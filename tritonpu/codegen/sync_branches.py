@@ -20,6 +20,12 @@ producers' latest instances are that trip's or older, all before it in src's que
 set before the loop and the wait after it that the sync pass adds for every loop-carried pair,
 one set is pending at every trip's start, each consumer's wait finds it, and nothing sets the
 flag twice.
+
+A consumer right in the loop's body (no ``If`` around it) whose producers ran in the previous trip
+after an inner loop -- a persistent matmul's accumulator zeroing, against the previous program's
+FIX drain after the K loop -- gets such a pair too when its producer's pipe is the cube, the
+vector unit or FIX (``TOP_FROM``): the zeroing of L0C's first half then waits for the drain of
+that half, not for the second half's queued behind it.
 """
 from __future__ import annotations
 
@@ -55,10 +61,11 @@ def through_ifs(p, frames):
 def plan(p, consumer: int, src: str, dst: str, need: set, st):
     """A loop-carried pair through branches for the instruction ``consumer`` (its id) on ``dst``,
     which needs ``need`` (``p``: the sync pass): when the innermost enclosing blocks up to a loop
-    that carries flags are ``If`` branches, and ``src``'s records in ``need`` are all of the
-    previous trip (issued by the body, none on the consumer's path before it) or from before the
-    loop.  The plan orders those records and every other access of their instructions.  None
-    otherwise."""
+    that carries flags are ``If`` branches -- or there are none and ``src`` is in ``TOP_FROM`` --
+    and ``src``'s records in ``need`` are all of the previous trip (issued by the body, none on
+    the consumer's path before it) or from before the loop.  The plan orders those records and
+    every other access of their instructions (with no ``If`` around the consumer, every access
+    of the instructions between it and the set too: :func:`_before_set`).  None otherwise."""
     levels, path, loop = through_ifs(p, p.frames)
     if loop is None or not path and src not in TOP_FROM:
         return None
