@@ -363,8 +363,9 @@ def test_a_drain_pending_over_the_back_edge_is_waited_for_after_its_pipes_last_w
         "wait_flag MTE2, V, 0",
         "vadds.f32 ub[8192], ub[8192], 1.0, 1024",
     ], lines
-    # (the load waits for the previous trip's stores on MTE3, a transfer pipe: set right before
-    # the wait, not a pair of its own after them -- sync_branches.TOP_FROM)
+    # (the load waits for the previous trip's stores on MTE3 with a set right before the wait,
+    # not a pair of its own after them: that orders what MTE3 waited for too, the vadds --
+    # sync_branches.plan right in a loop's body)
     at = lines.index("mov.gm.ub ub[8192], x[s2], 1, 4096, 0, 0")
     assert lines[at - 2:at] == ["set_flag MTE3, MTE2, 0", "wait_flag MTE3, MTE2, 0"], lines
     x, y = run(nodes)

@@ -69,7 +69,7 @@ from dataclasses import dataclass, field
 
 from . import sync_cross
 from .asmlist import If, Instr, Loop, While, walk
-from .sync_branches import place_sets
+from .sync_branches import check_top, place_sets
 from .sync_events import EventIds
 from .sync_model import State, conflicts, flag_of, is_sync
 from .sync_runs import Segment
@@ -147,6 +147,7 @@ class _Pass(EventIds):
         self.branch_waits: dict = {}
         # (id(Loop), producers, n) -> {id(consumer): its path, {id(If): in its then-branch}}
         self.branch_users: dict = {}
+        self.top_pairs: dict = {}    # id(Loop) -> (src, dst) of its pairs through branches with no If around
         self.relays: dict = {}       # (id(Loop), pair key) -> (src, event) of a pair set through a relay
         self.relayed_before: set = set()     # (id(Loop), pair) whose set before the loop goes through it too
         self._block_positions: dict = {}
@@ -156,7 +157,9 @@ class _Pass(EventIds):
         # (id(outer Loop), src, dst, ev) -> sync_cross.Cross; id(inner Loop) -> id(outer Loop)
         self.cross: dict = {}
         self.cross_of: dict = {}
-        self.cross_refused = cross_refused     # (id(outer Loop's head), src, dst) refused in a run before
+        # (id(outer Loop's head), src, dst) of cross pairs, ("top", id(Loop's head), src, dst) of
+        # pairs right in a loop's body (sync_branches.check_top), refused in a run before
+        self.cross_refused = cross_refused
         self.decisions = 0           # cross pairs taken or refused so far (a round with one runs again)
         # the drains of cross pairs not yet waited for: (src, dst, ev) -> the cross pair's key;
         # and the waits of each cross pair's drains placed so far: key -> [wait_flag Instr]
@@ -437,6 +440,7 @@ class _Pass(EventIds):
             if em:
                 n.body += tail + rearm
             sync_cross.check(self, n)
+            check_top(self, n)
             return _ring(n, st)
         try:
             head = self._fixpoint(entry, body)

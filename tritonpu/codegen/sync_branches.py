@@ -23,9 +23,11 @@ flag twice.
 
 A consumer right in the loop's body (no ``If`` around it) whose producers ran in the previous trip
 after an inner loop -- a persistent matmul's accumulator zeroing, against the previous program's
-FIX drain after the K loop -- gets such a pair too when its producer's pipe is the cube, the
-vector unit or FIX (``TOP_FROM``): the zeroing of L0C's first half then waits for the drain of
-that half, not for the second half's queued behind it.
+FIX drain after the K loop; its next program's first loads, against the last trips' L1 reads --
+gets such a pair too (the zeroing of L0C's first half then waits for the drain of that half, not
+for the second half's queued behind it) when it orders as much of what the consumer needs as a
+set right before the wait would, and while the pipe pair does not run out of event ids in the
+body (else the pass starts again without such pairs on it: :func:`check_top`).
 """
 from __future__ import annotations
 
@@ -33,14 +35,6 @@ from tritonpu.isa import PIPES
 
 from .asmlist import If, Instr, Loop, While, walk
 from .sync_model import is_sync
-
-
-# a consumer right in the loop's body (no If around it) gets such a pair only from these pipes: a
-# transfer pipe's last producers are its last transfers of the trip, little earlier in its queue
-# than a set right before the wait, and each of its consumers would hold an id of its own --
-# measured: a matmul's first loads of a program took five ids of MTE1 -> MTE2, and its K loop,
-# left short of them, set its flags right before their waits (256^3 on 16 programs: +0.9%)
-TOP_FROM = ("M", "V", "FIX")
 
 
 def through_ifs(p, frames):
@@ -61,19 +55,29 @@ def through_ifs(p, frames):
 def plan(p, consumer: int, src: str, dst: str, need: set, st):
     """A loop-carried pair through branches for the instruction ``consumer`` (its id) on ``dst``,
     which needs ``need`` (``p``: the sync pass): when the innermost enclosing blocks up to a loop
-    that carries flags are ``If`` branches -- or there are none and ``src`` is in ``TOP_FROM`` --
-    and ``src``'s records in ``need`` are all of the previous trip (issued by the body, none on
+    that carries flags are ``If`` branches -- or there are none (not through a relay, not once
+    refused: :func:`check_top`) -- and ``src``'s records in ``need`` are all of the previous trip (issued by the body, none on
     the consumer's path before it) or from before the loop.  The plan orders those records and
     every other access of their instructions (with no ``If`` around the consumer, every access
-    of the instructions between it and the set too: :func:`_before_set`).  None otherwise."""
+    of the instructions between it and the set too: :func:`_before_set` -- and then only when
+    that is as much of ``need`` as a set right before the wait would order).  None otherwise."""
     levels, path, loop = through_ifs(p, p.frames)
-    if loop is None or not path and src not in TOP_FROM:
+    if loop is None or not path and top_name(loop, src, dst) in p.cross_refused:
         return None
     keys = {k for k in need if st.recs[k].pipe == src}
     body = p.body_ids(loop)
     producers = frozenset(k[0] for k in keys if k[0] in body)
     # (none issued on the consumer's path before it, in this trip)
     if not producers or any(pos.get(k[0], j) < j for k in keys for pos, j in levels):
+        return None
+    # (every access of the producers is ordered: another consumer of theirs on this path
+    # needs no pair -- nor the same one again)
+    mine = producers if path else _before_set(loop.body, levels[0][1], producers)
+    keys |= {k for k in st.unord[dst] if k[0] in mine and st.recs[k].pipe == src}
+    if not path and len(keys & need) < len(st.known(src) & need):
+        # right in the body, a set right before the wait orders more of what the consumer needs
+        # (what src waited for since: a probe's row reduction, whose next row's first load then
+        # waited for the stores on MTE3 instead, behind their writes: +8.6%)
         return None
     # consumers of the same producers share a pair when no path runs two of them (the
     # versions of a program: each waits for its own first loads' slots)
@@ -88,6 +92,8 @@ def plan(p, consumer: int, src: str, dst: str, need: set, st):
     key = ("branch", producers, n)
     pipe, relay = src, p.relays.get((id(loop), key))
     ev = None if relay else p.carried_event(loop, key, src, dst, p.reserved_by_ifs(loop, src, dst))
+    if ev is None and not path:
+        return None
     if ev is None:
         # no id left on (src, dst) -- a pipelined K loop inside takes most: the pair goes
         # through a pipe with no work in the body, which waits for src's flag and sets its own
@@ -106,14 +112,31 @@ def plan(p, consumer: int, src: str, dst: str, need: set, st):
         if ev is None:
             return None
     p.branch_pairs.setdefault(id(loop), {})[(pipe, dst, ev)] = (producers, relay)
+    if not path:
+        p.top_pairs.setdefault(id(loop), set()).add((src, dst))
     if relay is not None and any(k[0] not in body for k in keys):
         # (what src did before the loop is ordered by the set before it: through the relay too)
         p.relayed_before.add((id(loop), (pipe, dst, ev)))
-    # (every access of the producers is ordered: another consumer of theirs on this path
-    # needs no pair -- nor the same one again)
-    mine = producers if path else _before_set(loop.body, levels[0][1], producers)
-    keys |= {k for k in st.unord[dst] if k[0] in mine and st.recs[k].pipe == src}
     return pipe, ("branch", id(loop)), ev, keys
+
+
+def top_name(loop, src: str, dst: str) -> tuple:
+    """What names the pairs right in ``loop``'s body on ``(src, dst)`` when they are refused."""
+    return ("top", id(loop.head), src, dst)
+
+
+def check_top(p, loop) -> None:
+    """After a round of ``loop``'s body: when a pipe pair that pairs right in the body (no ``If``
+    around their consumer) use ran out of event ids there, start the pass again without them
+    (:class:`sync_cross.Restart`): each such consumer holds an id of its own all through the body
+    -- measured: a matmul's first loads of a program took five ids of MTE1 -> MTE2, and its K
+    loop, left short of them, set its flags right before their waits (256^3 on 16 programs:
+    +0.9%)."""
+    from .sync_cross import Restart
+    starved = p.starved.get(id(loop), ())
+    for src, dst in sorted(p.top_pairs.get(id(loop), ())):
+        if (src, dst) in starved:
+            raise Restart(top_name(loop, src, dst))
 
 
 def _before_set(body: list, j: int, producers: frozenset) -> set:
