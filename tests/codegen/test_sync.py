@@ -858,6 +858,63 @@ def test_the_first_product_waits_for_the_previous_programs_drain_of_its_half_onl
             np.testing.assert_allclose(y[half * 256:(half + 1) * 256].reshape(16, 16), n * (a @ b), rtol=1e-5)
 
 
+def persistent_k_loop_with_first_tiles_before_it():
+    """A core's programs: the first tiles (A, B) into L1 slot 0 before the K loop, the loop's
+    trips through slot 1, its last trip after it reading slot 0 again (as the pipelining passes
+    peel it), FIX storing the accumulator."""
+    kb = 1024
+
+    def gm_to_l1(dst, src):
+        return Instr(f"mov.gm.l1 l1[{dst}], x[{src}], 1, 1024, 0, 0", "MTE2", (Access.gm("x"),),
+                     (Access("l1", dst, dst + kb),))
+
+    def to_l0(space, src):
+        return Instr(f"mov.l1.{space} {space}[0], l1[{src}], 1, 1024, 0, 0", "MTE1", (Access("l1", src, src + kb),),
+                     (Access(space, 0, kb),))
+
+    def product():
+        return Instr("mmad.f32.f32 l0c[0], l0a[0], l0b[0], 16, 16, 16, init=0", "M",
+                     (Access("l0a", 0, kb), Access("l0b", 0, kb), Access("l0c", 0, kb)), (Access("l0c", 0, kb),))
+    return [loop("s0", 2, [
+        Instr("mmad.f32.f32 l0c[0], l0a[0], l0b[0], 16, 0, 16, init=1", "M", (), (Access("l0c", 0, kb),)),
+        gm_to_l1(0, 0), gm_to_l1(kb, 1024),
+        Loop(S("for s1, 0, n, 1"), [gm_to_l1(2 * kb, 0), gm_to_l1(3 * kb, 1024), to_l0("l0a", 2 * kb),
+                                    to_l0("l0b", 3 * kb), product()]),
+        to_l0("l0a", 0), to_l0("l0b", kb), product(),
+        Instr("mov.l0c.gm.f32.f32 y[0], l0c[0], 16, 64, 64, 64", "FIX", (Access("l0c", 0, kb),), (Access.gm("y"),))])]
+
+
+@pytest.mark.parametrize("max_events", [8, 3])
+def test_first_loads_wait_for_the_last_reads_of_their_slot_unless_the_k_loop_runs_short_of_ids(max_events):
+    """The next program's first loads into L1 slot 0 conflict with the previous program's last
+    reads of it, after the K loop: with ids to spare each waits for a pair of its own, set right
+    after that read (sync_branches.plan right in the loop's body), not for every transfer MTE1
+    queued.  With 3 ids those pairs would leave the K loop short of MTE1 -> MTE2 ids: the pass
+    starts again without them (sync_branches.check_top), the loads wait for a set right before
+    them, and the K loop keeps its loop-carried pairs.  Sanitizer on: right for 0, 1 and 3 trips."""
+    nodes = persistent_k_loop_with_first_tiles_before_it()
+    synced(nodes, max_events=max_events)
+    lines = body_lines(nodes)
+    head = lines[lines.index("mmad.f32.f32 l0c[0], l0a[0], l0b[0], 16, 0, 16, init=1") + 1:
+                 lines.index("mov.gm.l1 l1[1024], x[1024], 1, 1024, 0, 0")]
+    k_loop = lines[lines.index("for s1, 0, n, 1"):lines.index("endfor")]
+    assert not [ln for ln in k_loop if ln.startswith("set_flag MTE1, MTE2") and
+                k_loop[k_loop.index(ln) + 1].startswith("wait_flag MTE1, MTE2")], k_loop
+    if max_events == 8:
+        a, b = head[0].split()[-1], head[-1].split()[-1]
+        assert head == [f"wait_flag MTE1, MTE2, {a}", "mov.gm.l1 l1[0], x[0], 1, 1024, 0, 0",
+                        f"wait_flag MTE1, MTE2, {b}"] and a != b, lines
+        for read, ev in (("mov.l1.l0a l0a[0], l1[0], 1, 1024, 0, 0", a), ("mov.l1.l0b l0b[0], l1[1024], 1, 1024, 0, 0", b)):
+            assert lines[lines.index(read) + 1] == f"set_flag MTE1, MTE2, {ev}", lines
+    else:
+        assert head == ["set_flag MTE1, MTE2, 0", "wait_flag MTE1, MTE2, 0",
+                        "mov.gm.l1 l1[0], x[0], 1, 1024, 0, 0"], lines
+    for n in (0, 1, 3):
+        x, y = run(nodes, n=n)
+        a, b = x[:256].reshape(16, 16), x[256:512].reshape(16, 16)
+        np.testing.assert_allclose(y[:256].reshape(16, 16), (n + 1) * (a @ b), rtol=1e-5)
+
+
 def slot_operands(slot, kb=1024):
     """A and B (16x16 f32 from x) into L1 and L0 slot ``slot`` (each slot its own L1 buffers),
     then their product into l0c[0]."""
