@@ -362,12 +362,14 @@ def test_a_drain_pending_over_the_back_edge_is_waited_for_after_its_pipes_last_w
         "set_flag V, MTE2, 7",
         "wait_flag MTE2, V, 0",
         "vadds.f32 ub[8192], ub[8192], 1.0, 1024",
+        # (the next trip's first load overwrites what this vadds read: a pair of its own, set
+        # right after it -- sync_branches.plan right in a loop's body)
+        "set_flag V, MTE2, 6",
     ], lines
-    # (the load waits for the previous trip's stores on MTE3 with a set right before the wait,
-    # not a pair of its own after them: that orders what MTE3 waited for too, the vadds --
-    # sync_branches.plan right in a loop's body)
+    # (and what the previous trip's last store read: a pair set right after it)
     at = lines.index("mov.gm.ub ub[8192], x[s2], 1, 4096, 0, 0")
-    assert lines[at - 2:at] == ["set_flag MTE3, MTE2, 0", "wait_flag MTE3, MTE2, 0"], lines
+    assert lines[at - 2:at] == ["wait_flag V, MTE2, 6", "wait_flag MTE3, MTE2, 7"], lines
+    assert lines[lines.index("mov.ub.gm y[s2], ub[8192], 1, 4096, 0, 0") + 1] == "set_flag MTE3, MTE2, 7", lines
     x, y = run(nodes)
     np.testing.assert_array_equal(y[:1536], x[:1536] + 1)      # each trip's second store wins
     assert_races(build)

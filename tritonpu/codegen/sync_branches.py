@@ -25,8 +25,7 @@ A consumer right in the loop's body (no ``If`` around it) whose producers ran in
 after an inner loop -- a persistent matmul's accumulator zeroing, against the previous program's
 FIX drain after the K loop; its next program's first loads, against the last trips' L1 reads --
 gets such a pair too (the zeroing of L0C's first half then waits for the drain of that half, not
-for the second half's queued behind it) when it orders as much of what the consumer needs as a
-set right before the wait would, and while the pipe pair does not run out of event ids in the
+for the second half's queued behind it) while the pipe pair does not run out of event ids in the
 body (else the pass starts again without such pairs on it: :func:`check_top`).
 """
 from __future__ import annotations
@@ -59,8 +58,7 @@ def plan(p, consumer: int, src: str, dst: str, need: set, st):
     refused: :func:`check_top`) -- and ``src``'s records in ``need`` are all of the previous trip (issued by the body, none on
     the consumer's path before it) or from before the loop.  The plan orders those records and
     every other access of their instructions (with no ``If`` around the consumer, every access
-    of the instructions between it and the set too: :func:`_before_set` -- and then only when
-    that is as much of ``need`` as a set right before the wait would order).  None otherwise."""
+    of the instructions between it and the set too: :func:`_before_set`).  None otherwise."""
     levels, path, loop = through_ifs(p, p.frames)
     if loop is None or not path and top_name(loop, src, dst) in p.cross_refused:
         return None
@@ -74,11 +72,6 @@ def plan(p, consumer: int, src: str, dst: str, need: set, st):
     # needs no pair -- nor the same one again)
     mine = producers if path else _before_set(loop.body, levels[0][1], producers)
     keys |= {k for k in st.unord[dst] if k[0] in mine and st.recs[k].pipe == src}
-    if not path and len(keys & need) < len(st.known(src) & need):
-        # right in the body, a set right before the wait orders more of what the consumer needs
-        # (what src waited for since: a probe's row reduction, whose next row's first load then
-        # waited for the stores on MTE3 instead, behind their writes: +8.6%)
-        return None
     # consumers of the same producers share a pair when no path runs two of them (the
     # versions of a program: each waits for its own first loads' slots)
     n = 0
