@@ -71,7 +71,7 @@ from . import sync_cross
 from .asmlist import If, Instr, Loop, While, walk
 from .sync_branches import check_top, place_sets
 from .sync_events import EventIds
-from .sync_model import State, conflicts, flag_of, is_sync
+from .sync_model import Restart, State, conflicts, flag_of, is_sync
 from .sync_runs import Segment
 
 
@@ -113,7 +113,7 @@ def _rearm(branch: list, flag) -> None:
 
 
 class _Pass(EventIds):
-    def __init__(self, max_events: int, reserved=None, cross_refused=frozenset()):
+    def __init__(self, max_events: int, reserved=None, refused=frozenset()):
         if max_events < 1:
             raise ValueError("max_events must be at least 1")
         self.max_events = max_events
@@ -150,6 +150,7 @@ class _Pass(EventIds):
         self.top_pairs: dict = {}    # id(Loop) -> (src, dst) of its pairs through branches with no If around
         self.relays: dict = {}       # (id(Loop), pair key) -> (src, event) of a pair set through a relay
         self.relayed_before: set = set()     # (id(Loop), pair) whose set before the loop goes through it too
+        self.holding: dict = {}      # (id(Loop), producers) -> sync_branches._holding of its body
         self._block_positions: dict = {}
         self._reserved_by_ifs: dict = {}
         self.idle: dict = {}        # id(Loop) -> the pipes with no work in its body
@@ -159,7 +160,7 @@ class _Pass(EventIds):
         self.cross_of: dict = {}
         # (id(outer Loop's head), src, dst) of cross pairs, ("top", id(Loop's head), src, dst) of
         # pairs right in a loop's body (sync_branches.check_top), refused in a run before
-        self.cross_refused = cross_refused
+        self.refused = refused
         self.decisions = 0           # cross pairs taken or refused so far (a round with one runs again)
         # the drains of cross pairs not yet waited for: (src, dst, ev) -> the cross pair's key;
         # and the waits of each cross pair's drains placed so far: key -> [wait_flag Instr]
@@ -573,7 +574,7 @@ def insert_sync(nodes: list, *, max_events: int = 8, reserved: dict | None = Non
         try:
             p.block(nodes, State(), True)
             return p.report
-        except sync_cross.Restart as r:     # (a new name each time: the runs are finite)
+        except Restart as r:     # (a new name each time: the runs are finite)
             refused.add(r.name)
             for lst, items in saved:
                 lst[:] = items

@@ -33,7 +33,7 @@ from __future__ import annotations
 from tritonpu.isa import PIPES
 
 from .asmlist import If, Instr, Loop, While, walk
-from .sync_model import is_sync
+from .sync_model import Restart, is_sync
 
 
 def through_ifs(p, frames):
@@ -55,12 +55,13 @@ def plan(p, consumer: int, src: str, dst: str, need: set, st):
     """A loop-carried pair through branches for the instruction ``consumer`` (its id) on ``dst``,
     which needs ``need`` (``p``: the sync pass): when the innermost enclosing blocks up to a loop
     that carries flags are ``If`` branches -- or there are none (not through a relay, not once
-    refused: :func:`check_top`) -- and ``src``'s records in ``need`` are all of the previous trip (issued by the body, none on
-    the consumer's path before it) or from before the loop.  The plan orders those records and
-    every other access of their instructions (with no ``If`` around the consumer, every access
-    of the instructions between it and the set too: :func:`_before_set`).  None otherwise."""
+    refused: :func:`check_top`) -- and ``src``'s records in ``need`` are all of the previous
+    trip (issued by the body, none on the consumer's path before it) or from before the loop.
+    The plan orders those records and every other access of their instructions (with no ``If``
+    around the consumer, every access of the instructions between it and the set too:
+    :func:`_before_set`).  None otherwise."""
     levels, path, loop = through_ifs(p, p.frames)
-    if loop is None or not path and top_name(loop, src, dst) in p.cross_refused:
+    if loop is None or not path and top_name(loop, src, dst) in p.refused:
         return None
     keys = {k for k in need if st.recs[k].pipe == src}
     body = p.body_ids(loop)
@@ -70,7 +71,7 @@ def plan(p, consumer: int, src: str, dst: str, need: set, st):
         return None
     # (every access of the producers is ordered: another consumer of theirs on this path
     # needs no pair -- nor the same one again)
-    mine = producers if path else _before_set(loop.body, levels[0][1], producers)
+    mine = producers if path else _before_set(p, loop, levels[0][1], producers)
     keys |= {k for k in st.unord[dst] if k[0] in mine and st.recs[k].pipe == src}
     # consumers of the same producers share a pair when no path runs two of them (the
     # versions of a program: each waits for its own first loads' slots)
@@ -121,24 +122,27 @@ def top_name(loop, src: str, dst: str) -> tuple:
 def check_top(p, loop) -> None:
     """After a round of ``loop``'s body: when a pipe pair that pairs right in the body (no ``If``
     around their consumer) use ran out of event ids there, start the pass again without them
-    (:class:`sync_cross.Restart`): each such consumer holds an id of its own all through the body
+    (:class:`sync_model.Restart`): each such consumer holds an id of its own all through the body
     -- measured: a matmul's first loads of a program took five ids of MTE1 -> MTE2, and its K
     loop, left short of them, set its flags right before their waits (256^3 on 16 programs:
     +0.9%)."""
-    from .sync_cross import Restart
     starved = p.starved.get(id(loop), ())
     for src, dst in sorted(p.top_pairs.get(id(loop), ())):
         if (src, dst) in starved:
             raise Restart(top_name(loop, src, dst))
 
 
-def _before_set(body: list, j: int, producers: frozenset) -> set:
-    """For a consumer at ``body[j]`` of a loop's body (no ``If`` around it): the ids of the
-    instructions after it that run before its pair's set on every path -- the nodes after ``j``
-    up to the one holding the last producer, that one too unless it is an ``If`` (whose branches
-    then hold the set: :func:`place_sets`).  Their latest instances are the previous trip's or
-    older: the set of the last trip came after them in src's queue."""
-    holding = _holding(body, producers)
+def _before_set(p, loop: Loop, j: int, producers: frozenset) -> set:
+    """For a consumer at ``loop.body[j]`` (no ``If`` around it; ``p``: the sync pass): the ids of
+    the instructions after it that run before its pair's set on every path -- the nodes after
+    ``j`` up to the one holding the last producer, that one too unless it is an ``If`` (whose
+    branches then hold the set: :func:`place_sets`).  Their latest instances are the previous
+    trip's or older: the set of the last trip came after them in src's queue."""
+    body = loop.body
+    # (one walk per loop and producers: the flags the pass adds hold no producer)
+    holding = p.holding.get((id(loop), producers))
+    if holding is None:
+        holding = p.holding[(id(loop), producers)] = _holding(body, producers)
     last = max(i for i, x in enumerate(body) if id(x) in holding)
     nodes = body[j + 1:last] + ([] if isinstance(body[last], If) else [body[last]])
     return {id(x) for x in walk(nodes)} | producers

@@ -40,6 +40,7 @@ from dataclasses import dataclass, field
 
 from .asmlist import If, Loop, While
 from .sync_branches import if_reserved, through_ifs
+from .sync_model import Restart
 
 # (as for sync._REARMED_FROM: a set on MTE2 or MTE3 fires only once every transfer issued before
 # it has landed, so moving it earlier in the queue gains little and may wait for prefetches)
@@ -57,15 +58,6 @@ class Cross:
     refused: bool = False
 
 
-class Restart(Exception):
-    """A cross pair in force refused: what it held back (event ids, in the loops' rounds so far)
-    may have shaped other choices the pass keeps, so ``insert_sync`` starts again without it."""
-
-    def __init__(self, name):
-        super().__init__(name)
-        self.name = name
-
-
 def claim(p, k_loop, src: str, dst: str, ev: int, need: set, st):
     """The records of ``src`` from before loop ``k_loop`` that its first trip's wait for ``(src,
     dst, ev)`` orders when that pair is a cross pair -- None when it is not one (``p``: the sync
@@ -79,7 +71,7 @@ def claim(p, k_loop, src: str, dst: str, ev: int, need: set, st):
     rec = p.cross.get(key)
     if rec is None:
         rec = p.cross[key] = Cross((id(outer.head), src, dst))
-        if rec.name in p.cross_refused:
+        if rec.name in p.refused:
             rec.refused = True
     if not rec.refused and ev in _taken_around(p, outer, src, dst):
         refuse(p, rec)

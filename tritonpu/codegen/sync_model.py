@@ -12,6 +12,17 @@ from .asmlist import Access, Instr
 SYNC_PREFIXES = ("set_flag", "wait_flag", "barrier")
 
 
+class Restart(Exception):
+    """A pair in force refused -- a cross pair (:mod:`.sync_cross`), or pairs right in a loop's
+    body on a pipe pair that ran out of ids there (:func:`.sync_branches.check_top`): what it held
+    back (event ids, in the loops' rounds so far) may have shaped other choices the pass keeps, so
+    ``insert_sync`` starts again with ``name`` refused."""
+
+    def __init__(self, name):
+        super().__init__(name)
+        self.name = name
+
+
 @dataclass(frozen=True)
 class Rec:
     pipe: str
