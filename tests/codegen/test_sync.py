@@ -284,6 +284,52 @@ def test_loop_carried_war_is_synced_golden():
     np.testing.assert_array_equal(y, x + 1)
 
 
+def test_a_loop_of_one_trip_at_most_has_no_back_edge():
+    """The tiled loop marked ``one_trip`` (passes/one_program.py: a program loop that gives no
+    core a second trip; emitted without carried flags): its body starts from the state before it
+    -- the load waits for no previous trip's vadds, the vadds for no previous trip's store (as
+    the same loop without ``one_trip`` does: two pairs more in the body) -- and it is left after
+    none or one trip: the load and the vadds after it wait for the body's vadds and store.  Runs
+    right for 0 and 1 trips with the sanitizer on."""
+    def build(trips, once=True):
+        return [Loop(S(f"for s0, 0, {trips}, 1"), tiled()[0].body, carry_flags=False, one_trip=once),
+                load(0, off=8192), vadds(4096, 0), store(4096, off=8192)]
+    nodes = build(1)
+    synced(nodes)
+    assert body_lines(nodes) == [
+        "for s0, 0, 1, 1",
+        "mul s1, s0, 4096",
+        "mov.gm.ub ub[0], x[s1], 1, 4096, 0, 0",
+        "set_flag MTE2, V, 0",
+        "wait_flag MTE2, V, 0",
+        "vadds.f32 ub[4096], ub[0], 1.0, 1024",
+        "set_flag V, MTE3, 0",
+        "wait_flag V, MTE3, 0",
+        "mov.ub.gm y[s1], ub[4096], 1, 4096, 0, 0",
+        "endfor",
+        "set_flag V, MTE2, 0",
+        "wait_flag V, MTE2, 0",
+        "mov.gm.ub ub[0], x[8192], 1, 4096, 0, 0",
+        "set_flag MTE2, V, 0",
+        "wait_flag MTE2, V, 0",
+        "set_flag MTE3, V, 0",
+        "wait_flag MTE3, V, 0",
+        "vadds.f32 ub[4096], ub[0], 1.0, 1024",
+        "set_flag V, MTE3, 0",
+        "wait_flag V, MTE3, 0",
+        "mov.ub.gm y[8192], ub[4096], 1, 4096, 0, 0",
+    ]
+    twice = build(1, once=False)
+    synced(twice)
+    assert len(flags(twice)) == len(flags(nodes)) + 4
+    for trips in (0, 1):
+        nodes = build(trips)
+        synced(nodes)
+        x, y = run(nodes)
+        np.testing.assert_array_equal(y[2048:3072], x[2048:3072] + 1)
+        np.testing.assert_array_equal(y[:1024], (x[:1024] + 1) if trips else 0)
+
+
 def test_a_drain_after_a_loop_orders_its_pipe_for_the_code_after_it():
     """After the loop, MTE2's drain (``wait_flag V, MTE2, 7``: the last trip's vadds had read
     ub[0], or, with no trip, the set before the loop) already orders MTE2 after V's reads: the

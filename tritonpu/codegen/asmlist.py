@@ -105,6 +105,10 @@ class Loop:
     carry_flags: bool = True
     # the persistent loop over the programs a core runs (passes/persistent.py)
     programs: bool = False
+    # it runs once at most (passes/one_program.py; a persistent kernel's whole program): its body
+    # starts from the state before the loop alone -- nothing reaches it over the back edge -- and
+    # carries no flags
+    one_trip: bool = False
     # its trips use alternate halves of L0C (codegen/l0c_ring.py): what the cube is not yet
     # ordered after among a trip's other L0C accesses is not carried to the next trip
     l0c_ring: bool = False

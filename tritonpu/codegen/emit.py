@@ -405,7 +405,8 @@ class Emitter(ScalarEmitter, VectorEmitter, MemoryEmitter, CubeEmitter):
             self.op = body.ops[-1]
             self._check_params(iters, body.ops[-1].operands)
             self.parallel_copy(homes, body.ops[-1].operands)
-        loop = Loop(head, self.nested(inner), programs=is_program_loop(op))
+        once = bool(op.attrs.get("one_trip"))      # (passes/one_program.py)
+        loop = Loop(head, self.nested(inner), carry_flags=not once, programs=is_program_loop(op), one_trip=once)
         self.op = saved_op
         self.out.append(loop)
         for i, (r, h) in enumerate(zip(op.results, homes)):

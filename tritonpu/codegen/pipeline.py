@@ -32,14 +32,14 @@ from tritonpu.passes.specialize import launch_values
 # The passes the NPU path runs, in order (each is a file in tritonpu/passes/).
 NPU_PIPELINE = ["canonicalize", "unflatten", "memory-analysis", "cse", "trip-extents", "fusion", "unswitch", "dce", "tiling",
                 "epilogue-rows", "element-rows", "persistent", "grid-stride", "balance",
-                "versioning", "hoist", "stagger", "panel-reuse", "double-buffer", "cleanup", "buffer-planning"]
+                "one-program", "versioning", "hoist", "stagger", "panel-reuse", "double-buffer", "cleanup", "buffer-planning"]
 # The optional stages after ISA emission (each a file in tritonpu/codegen/), before sync insertion.
 CODEGEN_PASSES = ("l0c-ring", "l0c-halves")
 # A cap on a pipelined loop's buffers per load, while compiling again because the scalar registers
 # ran out (see _with_fewer_registers); None: the passes choose.
 REGISTER_STAGES = contextvars.ContextVar("register_stages", default=None)
 # Passes a user may switch off (results must not change; tests check it).
-OPTIONAL_PASSES = ("canonicalize", "unflatten", "memory-analysis", "cse", "trip-extents", "fusion", "unswitch", "persistent", "grid-stride", "balance", "versioning", "hoist",
+OPTIONAL_PASSES = ("canonicalize", "unflatten", "memory-analysis", "cse", "trip-extents", "fusion", "unswitch", "persistent", "grid-stride", "balance", "one-program", "versioning", "hoist",
                    "stagger", "panel-reuse", "double-buffer") + CODEGEN_PASSES
 
 
@@ -229,7 +229,8 @@ def _compile_npu(ir_text: str, options, print_after) -> NpuKernel:
     if "l0c-ring" in codegen_passes_for(options):
         out.l0c_ring = ring_l0c(nodes, em.m.capacity["l0c"], em.m.align["l0c"])
     by_halves(nodes, em.half_zeros, em.half_drains)     # (none recorded without l0c-halves)
-    program_loop = Loop(Instr("for s63, 0, 1, 1", "S"), nodes, carry_flags=False)
+    # (a persistent kernel's launch runs one program per core: its code runs once on a core)
+    program_loop = Loop(Instr("for s63, 0, 1, 1", "S"), nodes, carry_flags=False, one_trip=out.persistent)
     # (panel fills in no branch of their own: the program keeps their event ids, see op_if)
     report = insert_sync([program_loop], reserved=panel_reserved(em.panel_events))
     lines = header + render(program_loop.body)

@@ -18,7 +18,9 @@ drained after the loop in the block that holds it or, through ``If``s that follo
 branches of one -- so no flag is pending at the end of a block, no (src, dst,
 event) is set twice before its wait, no wait lacks its set, and event ids stay below
 ``max_events`` per pipe pair.
-The input is expected to contain no flags of its own.
+The input is expected to contain no flags of its own.  A ``Loop`` marked ``one_trip`` (it runs
+at most once: passes/one_program.py, or a persistent kernel's whole program) has no back edge:
+its body starts from the state before it, and it is left after none or one trip.
 
 Model.  Abstract interpretation over the structure.  A *record* is one access of one static
 instruction (its latest dynamic instance); the state holds, per pipe Q, ``unord[Q]``: the records
@@ -444,13 +446,15 @@ class _Pass(EventIds):
             check_top(self, n)
             return _ring(n, st)
         try:
-            head = self._fixpoint(entry, body)
+            # (a loop of one trip at most: its body starts from the entry, and it is left after
+            # none or one)
+            head, end = self._fixpoint(entry, body, join=not n.one_trip)
             if emit:
                 for key in [k for k in self.branch_waits if k[0] == id(n)]:
                     del self.branch_waits[key]      # (the waits of the run that emits)
                 for key in [k for k in self.cross_waits if k[0] == id(n)]:
                     del self.cross_waits[key]
-                body(head, True)
+                end = body(head, True)
                 for pair, rec in sync_cross.accepted(self, id(n)):
                     waits = {id(w) for w in self.cross_waits.get((id(n),) + pair, ())}
                     self.report.pairs += place_sets(n.body, pair, frozenset(rec.producers), waits)
@@ -504,7 +508,7 @@ class _Pass(EventIds):
                 k for k in known if k[0] in body_ids or
                 (not cross and k in pre and (cut is None or seg.issued.get(k, -1) <= cut)))
         self.drains[id(n)] = [(a, b, e, frozenset(keys.get((a, b, e), ()))) for a, b, e in sorted(self.carried_of(n))]
-        return head.copy()
+        return head.join(end) if n.one_trip else head.copy()
 
     def over_of(self, n: Loop):
         """The inner drains pending over ``n``'s back edge (None before its first round): not a
@@ -544,19 +548,22 @@ class _Pass(EventIds):
             self._owner = n
             return t, self.block(n.after, t.copy(), em)
 
-        head = self._fixpoint(entry, lambda s: trip(s)[1])
+        head, _ = self._fixpoint(entry, lambda s: trip(s)[1])
         exit_state, _ = trip(head, emit)
         return exit_state
 
-    def _fixpoint(self, entry: State, body) -> State:
+    def _fixpoint(self, entry: State, body, join: bool = True) -> tuple:
         """The loop head's state: rounds of ``body`` until it is stable and a round took or refused
-        no cross pair (the next round, which emits, then decides as the last one did)."""
+        no cross pair (the next round, which emits, then decides as the last one did) -- without
+        ``join`` (a loop of one trip at most), the entry's.  Returns it and the state the last
+        round ended in."""
         head = entry
         while True:
             seen = self.decisions
-            nxt = head.join(body(head))
+            end = body(head)
+            nxt = head.join(end) if join else entry
             if nxt == head and self.decisions == seen:
-                return head
+                return head, end
             head = nxt
 
 

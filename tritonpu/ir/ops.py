@@ -152,7 +152,7 @@ def _rows() -> list[OpDef]:
               doc="scatter_rows(ptr, row_offsets, valid_cols, value[, row_mask]): row i of value to "
                   "ptr + row_offsets[i], its first valid_cols elements, rows where row_mask (atomic = "
                   "add|max|min: combined into memory)"),
-        OpDef("for", "for", (3, None), None, regions=1, optional_attrs=("double_buffer", "stagger", "panel"),
+        OpDef("for", "for", (3, None), None, regions=1, optional_attrs=("double_buffer", "stagger", "panel", "one_trip"),
               doc="for iv in range(lb, ub, step) carrying iter values; region args (iv, iters...)"),
         OpDef("if", "if", (1, 1), None, regions=2, doc="if cond: then-region else else-region; both yield the results"),
         OpDef("while", "while", (0, None), None, regions=2,
