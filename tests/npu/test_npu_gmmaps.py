@@ -83,6 +83,23 @@ def test_a_byte_map_counts_the_bytes_of_every_transfer_it_kept(monkeypatch, seed
     assert np.array_equal(np.unpackbits(m.bits, bitorder="little")[:n].astype(bool), ref)
 
 
+def test_a_few_spans_are_counted_without_marking_the_map(monkeypatch):
+    """A 1-program launch's few transfers: counted from the spans themselves (touching,
+    overlapping, nested, empty), the map untouched; what comes after is counted with them."""
+    marked = []
+    monkeypatch.setattr(gmmaps, "mark_range", lambda m, lo, hi: marked.append((lo, hi)))
+    m = gmmaps.ByteMap(1 << 12)
+    for lo, hi in [(100, 200), (200, 300), (150, 160), (500, 400), (1000, 1008), (0, 50), (40, 120)]:
+        m.add(lo, hi)
+    assert m.count() == 300 + 8 and m.count() == 308 and marked == []
+    assert gmmaps.ByteMap(64).count() == 0
+    monkeypatch.undo()
+    m.add_segments(2000, 2, 10, 100)
+    assert m.count() == 308 + 20
+    m.add(3000, 3001)
+    assert m.count() == 329
+
+
 def test_adjacent_blocks_merge_into_one_range_before_they_are_marked(monkeypatch):
     marked = []
     monkeypatch.setattr(gmmaps, "mark_range", lambda m, lo, hi: marked.append((lo, hi)))

@@ -96,12 +96,13 @@ class ByteMap:
     stride)`` groups of segments -- and marked all at once (merged: a launch's transfers mostly
     touch one another) when counted or when FLUSH_AT of them have gathered.  Keeping a transfer
     costs a list append; marking each as it came cost ~1.4 us per transfer."""
-    __slots__ = ("bits", "spans", "segs")
+    __slots__ = ("bits", "spans", "segs", "marked")
 
     def __init__(self, nbytes: int):
         self.bits = new(nbytes)
         self.spans = []
         self.segs = []
+        self.marked = False     # whether ``bits`` holds anything yet
 
     def add(self, lo: int, hi: int) -> None:
         """Mark bytes ``[lo, hi)``."""
@@ -119,9 +120,11 @@ class ByteMap:
 
     def add_rows(self, starts, length: int) -> None:
         """Mark ``length`` bytes from each of ``starts``."""
+        self.marked = True
         mark_rows(self.bits, starts, length)
 
     def flush(self) -> None:
+        self.marked = True
         if len(self.spans) + len(self.segs) <= FEW:     # (merging costs more than marking a few)
             for lo, hi in self.spans:
                 mark_range(self.bits, lo, hi)
@@ -149,6 +152,22 @@ class ByteMap:
 
     def count(self) -> int:
         """Distinct bytes marked."""
+        if not self.marked and not self.segs and len(self.spans) <= FEW:
+            return union_length(self.spans)     # (a few spans, nothing marked: no map to look at)
         if self.spans or self.segs:
             self.flush()
         return count(self.bits)
+
+
+def union_length(spans) -> int:
+    """Bytes in the union of the ``(lo, hi)`` spans."""
+    total, reach = 0, None
+    for lo, hi in sorted(spans):
+        if reach is None or lo > reach:
+            if hi > lo:
+                total += hi - lo
+                reach = hi
+        elif hi > reach:
+            total += hi - reach
+            reach = hi
+    return total
