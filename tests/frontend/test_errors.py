@@ -391,8 +391,8 @@ def k_ok(x_ptr, n, BLOCK: tl.constexpr):
     ((F32, 3), {"BLOCK": 16, "backend": "gpu"}, "unknown backend 'gpu'; choose one of ref, cpu, npu"),
     ((F32, 3), {"BLOCK": 16, "disable_passes": ("fusoin",)},      # was ignored: the same cycles as no option
      "disable_passes: 'fusoin' is not a pass that can be left out (did you mean 'fusion'?); choose from "
-     "canonicalize, unflatten, memory-analysis, cse, trip-extents, fusion, unswitch, persistent, grid-stride, balance, versioning, "
-     "hoist, stagger, "
+     "canonicalize, unflatten, memory-analysis, cse, trip-extents, fusion, unswitch, persistent, grid-stride, balance, "
+     "one-program, versioning, hoist, stagger, "
      "panel-reuse, double-buffer, l0c-ring, l0c-halves"),
     ((F32, 3), {"BLOCK": 16, "disable_passes": 3}, "disable_passes= takes a pass name or a list of them, got 3"),
 ])
